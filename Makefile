@@ -1,0 +1,48 @@
+# tilec — thin wrapper over CMake. `make run`: Release build + the main job; `make test`: build +
+# every test through CTest. Build trees live under build/.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+PREFIX ?= /usr/local
+
+.PHONY: all run test asan tsan install deps release debug clean
+
+all: release
+
+deps:
+	@scripts/deps.sh build
+
+build/release/Makefile: deps
+	@$(CMAKE) -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+
+release: deps
+	@$(CMAKE) -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@$(CMAKE) --build build/release -j $(JOBS)
+
+debug: deps
+	@$(CMAKE) -S . -B build/debug -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) --build build/debug -j $(JOBS)
+
+# The main job.
+run: release
+	@build/release/tilec info
+
+test: release
+	@cd build/release && ctest --output-on-failure -j $(JOBS)
+
+# Address + undefined-behaviour sanitizers over the whole suite.
+asan: deps
+	@$(CMAKE) -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DTILEC_SANITIZE=address,undefined >/dev/null
+	@$(CMAKE) --build build/asan -j $(JOBS)
+	@cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# Thread sanitizer over the pool and executor tests.
+tsan: deps
+	@$(CMAKE) -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DTILEC_SANITIZE=thread >/dev/null
+	@$(CMAKE) --build build/tsan -j $(JOBS)
+	@cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -R 'runtime_'
+
+install: release
+	@$(CMAKE) --install build/release
+
+clean:
+	rm -rf build

@@ -1,0 +1,68 @@
+/* core_impl.h — internals shared by every layer: error messages, checked arithmetic, aligned
+ * allocation with fault injection, CPU detection details and the ISA cap. Not installed. */
+#ifndef TL_CORE_IMPL_H
+#define TL_CORE_IMPL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilec.h"
+
+/* Internal invariants only (never for input checking): prints file:line and aborts. */
+#define TL_ASSERT(c)                                           \
+  do {                                                         \
+    if (!(c)) tl_assert_fail(#c, __FILE__, __LINE__);          \
+  } while (0)
+void tl_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));
+
+#define TL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TL_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define TL_CDIV(a, b) (((a) + (b)-1) / (b))
+#define TL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Thread-local message for calls without a context (tl_last_error). */
+void tl_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets the thread-local message and returns s. */
+tl_status tl_fail_tls(tl_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* snprintf into buf (n may be 0 / buf NULL: nothing written). */
+void tl_msg(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Checked int64 arithmetic: return true on overflow. */
+static inline bool tl_mul_ovf(int64_t a, int64_t b, int64_t *out) { return __builtin_mul_overflow(a, b, out); }
+static inline bool tl_add_ovf(int64_t a, int64_t b, int64_t *out) { return __builtin_add_overflow(a, b, out); }
+
+/* Aligned allocation (align a power of two >= sizeof(void*)); NULL on failure or when fault
+ * injection says so. Memory is not zeroed. tl_aligned_free(NULL) is a no-op. */
+void *tl_aligned_alloc(size_t align, size_t bytes);
+void tl_aligned_free(void *p);
+/* calloc/free through the same fault injection. */
+void *tl_calloc(size_t n, size_t size);
+void tl_free_mem(void *p);
+/* Fault injection for tests: the n-th allocation from now (1 = the next) fails, then all succeed
+ * again; 0 disables. Process-wide (tests only). tl_faultsim_count returns allocations seen. */
+void tl_faultsim_fail_at(int64_t n);
+int64_t tl_faultsim_count(void);
+
+/* Element access by dtype, for portable (scalar) code paths. Integers saturate on store; NaN
+ * stores as 0 in integer dtypes; float -> int rounds to nearest even. */
+double tl_load_f64(const void *base, tl_dtype dt, int64_t i);
+void tl_store_f64(void *base, tl_dtype dt, int64_t i, double v);
+/* Saturating conversion of v to an integer dtype's range (returns v unchanged for floats). */
+double tl_saturate(tl_dtype dt, double v);
+
+/* ---- CPU and ISA (src/core/cpu.c, src/core/isa.c) ---- */
+
+/* The ISA level the features allow (the highest whose requirements are all present):
+ * avx2: AVX2+FMA; avx512: +AVX512F/BW/VL/DQ; avx512bf16: +AVX512-BF16 and AVX512-VNNI;
+ * amx: +AMX-TILE/BF16/INT8. */
+tl_isa tl_isa_from_features(uint32_t features);
+/* Resolves a cap: name NULL or "" means no cap (TL_ISA_AMX). Unknown name: TL_ERR_INVALID with a
+ * message listing the valid names. *isa = min(cap, cpu_max). */
+tl_status tl_isa_resolve(const char *name, tl_isa cpu_max, tl_isa *cap, tl_isa *isa, char *msg, size_t msg_size);
+/* Asks the kernel for AMX tile data permission (process-wide, once; later calls return the first
+ * answer). Returns 1 when granted, -1 when refused or unavailable, with the reason in msg. */
+int tl_amx_request(char *msg, size_t msg_size);
+
+#endif /* TL_CORE_IMPL_H */

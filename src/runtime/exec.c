@@ -1,0 +1,519 @@
+/* exec.c — tl_plan_run: the workers walk the grid and move the blocks.
+ *
+ * Each worker takes a static chunk of the parallel index space and runs its steps in
+ * lexicographic order (last axis fastest). Per step and operand it evaluates the index map; when
+ * the block index differs from the worker's previous step it leaves the old output block
+ * (write-back), then enters the new blocks: inputs are mapped in place or packed into the
+ * worker's staging buffer with padding; outputs are mapped or staged and, in the accumulating
+ * modes, zeroed on the first visit or read back. The order of moves is fixed, so results are
+ * bitwise identical for a fixed ISA, thread count and plan. Counters live in per-worker cache
+ * lines and are summed after the run. Nothing here allocates or locks. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan_impl.h"
+
+void tl_unpack_portable(char *dst, int64_t dst_rs, int64_t dst_cs, const char *src, int64_t src_rows,
+                        int64_t src_cols, tl_layout l, int64_t rows, int64_t cols, size_t esize);
+
+static _Thread_local const tl_prog *tl_cur_prog;
+
+const tl_prog *tl_prog_current(void) { return tl_cur_prog; }
+tl_isa tl_prog_isa(const tl_prog *p) { return p ? p->plan->isa : TL_ISA_SCALAR; }
+
+/* ---- the program handle ---- */
+
+int64_t tl_program_id(const tl_prog *p, int axis) {
+  if (!p || axis < 0 || axis >= p->plan->k.grid_ndim) return -1;
+  return p->g[axis];
+}
+
+int64_t tl_num_programs(const tl_prog *p, int axis) {
+  if (!p || axis < 0 || axis >= p->plan->k.grid_ndim) return -1;
+  return p->plan->k.grid[axis];
+}
+
+int tl_first_visit(const tl_prog *p, int out_index) {
+  if (!p || out_index < 0 || out_index >= p->plan->n_out) return -1;
+  return p->first[out_index];
+}
+
+int tl_last_visit(const tl_prog *p, int out_index) {
+  if (!p || out_index < 0 || out_index >= p->plan->n_out) return -1;
+  return p->last[out_index];
+}
+
+int tl_worker_id(const tl_prog *p) { return p ? p->worker : -1; }
+
+int tl_prog_failed(const tl_prog *p) { return p && atomic_load_explicit(&p->run->failed, memory_order_relaxed); }
+
+void tl_prog_fail(const tl_prog *p, tl_status s, const char *msg) {
+  if (!p) return;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&p->run->failed, &expected, 1)) return; /* the first wins */
+  tl_run *run = p->run;
+  const tl_plan *pl = p->plan;
+  run->fail_status = s == TL_OK ? TL_ERR_INTERNAL : s;
+  char where[160];
+  size_t n = (size_t)snprintf(where, sizeof where, "kernel '%s' at step (", pl->name);
+  for (int a = 0; a < pl->k.grid_ndim && n < sizeof where; a++)
+    n += (size_t)snprintf(where + n, sizeof where - n, a ? ", %lld" : "%lld", (long long)p->g[a]);
+  snprintf(run->fail_msg, sizeof run->fail_msg, "%s): %s", where, msg ? msg : "tl_prog_fail");
+}
+
+/* ---- per-worker state ---- */
+
+typedef struct tl_wstate {
+  tl_prog prog;
+  tl_ref refs[TL_MAX_REFS];
+  int64_t cur[TL_MAX_OPERANDS];              /* linear block index, -1: none */
+  int64_t bi[TL_MAX_OPERANDS][TL_MAX_DIMS];  /* block index */
+  uint8_t inplace[TL_MAX_OPERANDS];
+  char *arena;
+  tl_wstats *ws;
+} tl_wstate;
+
+/* Visits every 2-D slab of a block: lead is the index over the leading (ndim - 2) block dims,
+ * slab its position in the staged buffer. Returns the number of slabs. */
+static int64_t tl_slabs(const tl_operand *o) {
+  int64_t n = 1;
+  for (int d = 0; d < o->t.ndim - 2; d++) n *= o->block[d];
+  return n;
+}
+
+/* Rows, columns and their strides for the last two dims (1-D: one row; 0-D: one element). */
+typedef struct tl_rc { int64_t rows, cols, rs, cs, brows, bcols; } tl_rc;
+static tl_rc tl_rc_of(const tl_operand *o, const int64_t *valid, const int64_t *stride) {
+  tl_rc r = {1, 1, 0, 1, 1, 1};
+  int nd = o->t.ndim;
+  if (nd >= 2) {
+    r.rows = valid[nd - 2], r.cols = valid[nd - 1];
+    r.rs = stride[nd - 2], r.cs = stride[nd - 1];
+    r.brows = o->block[nd - 2], r.bcols = o->block[nd - 1];
+  } else if (nd == 1) {
+    r.cols = valid[0], r.cs = stride[0], r.bcols = o->block[0];
+  }
+  return r;
+}
+
+/* Element offset in the tensor of the first element of slab `lead` (-1 when the slab lies beyond
+ * the valid region); lead is decomposed over the block's leading dims. */
+static int64_t tl_slab_src(const tl_operand *o, const int64_t *bi, const int64_t *valid, int64_t lead) {
+  int nd = o->t.ndim, lastd = nd >= 2 ? nd - 2 : 0;
+  int64_t off = 0;
+  for (int d = lastd - 1; d >= 0; d--) {
+    int64_t l = lead % o->block[d];
+    lead /= o->block[d];
+    if (l >= valid[d]) return -1;
+    off += (bi[d] * o->block[d] + l) * o->t.stride[d];
+  }
+  for (int d = lastd; d < nd; d++) off += bi[d] * o->block[d] * o->t.stride[d];
+  return off;
+}
+
+static int64_t tl_slab_elems(const tl_operand *o) {
+  int nd = o->t.ndim;
+  if (nd < 2) return nd == 1 ? o->block[0] : 1;
+  int64_t sh[2] = {o->block[nd - 2], o->block[nd - 1]};
+  return tl_block_elems(2, sh, o->spec.layout);
+}
+
+/* Copies block bi of a tiled tensor into a staged buffer of the same layout, element by element. */
+static void tl_stage_from_tiled(const tl_operand *o, const int64_t *bi, const int64_t *valid, char *buf, const void *pad) {
+  const int nd = o->t.ndim;
+  const int64_t es = (int64_t)o->esize, total = tl_block_elems(nd, o->block, o->spec.layout);
+  const uint8_t *pb = pad;
+  for (int64_t e = 0; e < total; e++) memcpy(buf + e * es, pb, (size_t)es);
+  tl_tensor blk = {.data = buf, .dtype = o->t.dtype, .ndim = nd, .layout = o->spec.layout};
+  memcpy(blk.shape, o->block, sizeof blk.shape);
+  int64_t idx[TL_MAX_DIMS] = {0}, src[TL_MAX_DIMS];
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= valid[d];
+  for (int64_t e = 0; e < n; e++) {
+    for (int d = 0; d < nd; d++) src[d] = bi[d] * o->block[d] + idx[d];
+    memcpy(tl_tensor_at(&blk, idx), tl_tensor_at(&o->t, src), (size_t)es);
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < valid[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* The reverse, for a tiled output tensor. */
+static void tl_unstage_to_tiled(const tl_operand *o, const int64_t *bi, const int64_t *valid, const char *buf) {
+  const int nd = o->t.ndim;
+  tl_tensor blk = {.data = (void *)buf, .dtype = o->t.dtype, .ndim = nd, .layout = o->spec.layout};
+  memcpy(blk.shape, o->block, sizeof blk.shape);
+  int64_t idx[TL_MAX_DIMS] = {0}, dst[TL_MAX_DIMS];
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++) n *= valid[d];
+  for (int64_t e = 0; e < n; e++) {
+    for (int d = 0; d < nd; d++) dst[d] = bi[d] * o->block[d] + idx[d];
+    memcpy(tl_tensor_at(&o->t, dst), tl_tensor_at(&blk, idx), o->esize);
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < valid[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Packs block bi (valid extent) of operand o into buf; pad NULL leaves the padding alone. */
+static void tl_stage_block(const tl_operand *o, const int64_t *bi, const int64_t *valid, char *buf, const void *pad) {
+  if (o->t.layout.tiled) {
+    tl_stage_from_tiled(o, bi, valid, buf, pad ? pad : o->pad);
+    return;
+  }
+  const int64_t slab = tl_slab_elems(o) * (int64_t)o->esize, nslab = tl_slabs(o);
+  tl_rc rc = tl_rc_of(o, valid, o->t.stride);
+  tl_pack_job j = {.src_rs = rc.rs, .src_cs = rc.cs, .dst_rows = rc.brows, .dst_cols = rc.bcols,
+                   .layout = o->spec.layout, .esize = o->esize, .pad = pad};
+  for (int64_t s = 0; s < nslab; s++) {
+    int64_t off = tl_slab_src(o, bi, valid, s);
+    j.dst = buf + s * slab;
+    j.src = off >= 0 ? (const char *)o->t.data + off * (int64_t)o->esize : NULL;
+    j.rows = off >= 0 ? rc.rows : 0;
+    j.cols = off >= 0 ? rc.cols : 0;
+    o->pack(&j);
+  }
+}
+
+/* Writes the valid region of a staged block back to the tensor. */
+static void tl_unstage_block(const tl_operand *o, const int64_t *bi, const int64_t *valid, const char *buf) {
+  if (o->t.layout.tiled) {
+    tl_unstage_to_tiled(o, bi, valid, buf);
+    return;
+  }
+  const int64_t slab = tl_slab_elems(o) * (int64_t)o->esize, nslab = tl_slabs(o);
+  tl_rc rc = tl_rc_of(o, valid, o->t.stride);
+  for (int64_t s = 0; s < nslab; s++) {
+    int64_t off = tl_slab_src(o, bi, valid, s);
+    if (off < 0) continue;
+    tl_unpack_portable((char *)o->t.data + off * (int64_t)o->esize, rc.rs, rc.cs, buf + s * slab, rc.brows, rc.bcols,
+                       o->spec.layout, rc.rows, rc.cols, o->esize);
+  }
+}
+
+/* Zeroes the valid region of an in-place block (accumulating outputs, first visit). */
+static void tl_zero_inplace(const tl_operand *o, const tl_ref *r) {
+  const int nd = o->t.ndim;
+  int64_t idx[TL_MAX_DIMS] = {0}, n = 1;
+  for (int d = 0; d < nd; d++) n *= r->valid[d];
+  for (int64_t e = 0; e < n; e++) {
+    int64_t off = 0;
+    for (int d = 0; d < nd; d++) off += idx[d] * r->stride[d];
+    memset((char *)r->data + off * (int64_t)o->esize, 0, o->esize);
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < r->valid[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Interpret mode: the first element of a staged output block's valid region still holding the
+ * poison, or -1. 8-bit integer outputs are not checked (any byte value is plausible). */
+static int64_t tl_find_poison(const tl_operand *o, const tl_ref *r) {
+  if (o->esize == 1) return -1;
+  const int nd = o->t.ndim;
+  tl_tensor blk = {.data = r->data, .dtype = r->dtype, .ndim = nd, .layout = r->layout};
+  memcpy(blk.shape, r->shape, sizeof blk.shape);
+  memcpy(blk.stride, r->stride, sizeof blk.stride);
+  int64_t idx[TL_MAX_DIMS] = {0}, n = 1;
+  for (int d = 0; d < nd; d++) n *= r->valid[d];
+  for (int64_t e = 0; e < n; e++) {
+    if (!memcmp(tl_tensor_at(&blk, idx), o->poison, o->esize)) return e;
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < r->valid[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return -1;
+}
+
+static int64_t tl_valid_bytes(const tl_operand *o, const int64_t *valid) {
+  int64_t n = (int64_t)o->esize;
+  for (int d = 0; d < o->t.ndim; d++) n *= valid[d];
+  return n;
+}
+
+/* Leaves output i's current block: write-back (staged) and counting. */
+static void tl_leave(tl_wstate *st, const tl_plan *pl, int i) {
+  const tl_operand *o = &pl->op[i];
+  tl_ref *r = &st->refs[i];
+  if (pl->interpret && o->spec.out == TL_OUT_WRITE && !st->inplace[i]) {
+    int64_t e = tl_find_poison(o, r);
+    if (e >= 0 && !tl_prog_failed(&st->prog)) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "interpret mode: output %d, block %lld: element %lld of the block's valid region was never written",
+               i - pl->n_in, (long long)st->cur[i], (long long)e);
+      tl_prog_fail(&st->prog, TL_ERR_INVALID, msg);
+    }
+  }
+  if (!st->inplace[i]) tl_unstage_block(o, st->bi[i], r->valid, r->data);
+  int64_t b = tl_valid_bytes(o, r->valid);
+  st->ws->bytes_written += b;
+  st->cur[i] = -1;
+}
+
+/* Enters block bi of operand i (input or output). */
+static void tl_enter(tl_wstate *st, const tl_plan *pl, int i, int64_t lin) {
+  const tl_operand *o = &pl->op[i];
+  tl_ref *r = &st->refs[i];
+  const int64_t *bi = st->bi[i];
+  const int nd = o->t.ndim;
+  int full = 1;
+  for (int d = 0; d < nd; d++) {
+    int64_t v = o->t.shape[d] - bi[d] * o->block[d];
+    r->valid[d] = v < o->block[d] ? v : o->block[d];
+    full &= r->valid[d] == o->block[d];
+  }
+  st->cur[i] = lin;
+  st->ws->events[i]++;
+  if (o->shares >= 0) { /* read-modify-write: the input's block, already entered */
+    const tl_ref *src = &st->refs[o->shares];
+    r->data = src->data;
+    memcpy(r->stride, src->stride, sizeof r->stride);
+    st->inplace[i] = st->inplace[o->shares];
+    return;
+  }
+  int inplace;
+  if (o->spec.stage == TL_STAGE_NEVER) inplace = 1;
+  else if (o->spec.stage == TL_STAGE_ALWAYS) inplace = 0;
+  else inplace = full && (o->t.layout.tiled ? o->full_tiled_inplace : !o->spec.layout.tiled);
+  if (pl->interpret && o->is_out && o->spec.out == TL_OUT_WRITE && o->spec.stage != TL_STAGE_NEVER) inplace = 0;
+  st->inplace[i] = (uint8_t)inplace;
+  const int first = o->is_out && o->done[lin] == 0;
+  const int reads = !o->is_out || o->spec.out == TL_OUT_ACCUM_LOAD || (o->spec.out == TL_OUT_ACCUM_ZERO && !first);
+  if (reads) st->ws->bytes_read += tl_valid_bytes(o, r->valid);
+  if (inplace) {
+    int64_t off = 0;
+    if (o->t.layout.tiled) {
+      int64_t lead = 0, slab = tl_slab_elems(o);
+      for (int d = 0; d < nd - 2; d++) lead = lead * o->t.shape[d] + bi[d] * o->block[d];
+      off = lead * slab;
+    } else {
+      for (int d = 0; d < nd; d++) off += bi[d] * o->block[d] * o->t.stride[d];
+    }
+    r->data = (char *)o->t.data + off * (int64_t)o->esize;
+    memcpy(r->stride, o->t.stride, sizeof r->stride);
+    if (o->is_out && o->spec.out == TL_OUT_ACCUM_ZERO && first) tl_zero_inplace(o, r);
+    return;
+  }
+  char *buf = st->arena + o->buf_off;
+  r->data = buf;
+  if (!o->spec.layout.tiled) {
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; d--) r->stride[d] = s, s *= o->block[d];
+  }
+  if (reads) {
+    tl_stage_block(o, bi, r->valid, buf, pl->interpret && o->spec.pad_any ? o->poison : o->pad);
+  } else if (o->spec.out == TL_OUT_ACCUM_ZERO) {
+    memset(buf, 0, (size_t)(tl_block_elems(nd, o->block, o->spec.layout) * (int64_t)o->esize));
+  } else if (pl->interpret) { /* TL_OUT_WRITE: poison, checked at write-back */
+    int64_t n = tl_block_elems(nd, o->block, o->spec.layout);
+    for (int64_t e = 0; e < n; e++) memcpy(buf + e * (int64_t)o->esize, o->poison, o->esize);
+  }
+}
+
+/* Software prefetch of the next step's input blocks (opt-in per blockspec). */
+static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64_t *gnext) {
+  int64_t bi[TL_MAX_DIMS];
+  for (int i = 0; i < pl->n_in; i++) {
+    const tl_operand *o = &pl->op[i];
+    if (!o->spec.prefetch || o->t.layout.tiled) continue;
+    int64_t lin = 0;
+    for (int d = 0; d < o->t.ndim; d++) bi[d] = tl_map_eval(&o->map.e[d], gnext), lin = lin * o->nblk[d] + bi[d];
+    if (lin == st->cur[i]) continue;
+    int64_t valid[TL_MAX_DIMS];
+    for (int d = 0; d < o->t.ndim; d++) valid[d] = TL_MIN(o->block[d], o->t.shape[d] - bi[d] * o->block[d]);
+    tl_rc rc = tl_rc_of(o, valid, o->t.stride);
+    for (int64_t s = 0; s < tl_slabs(o); s++) {
+      int64_t off = tl_slab_src(o, bi, valid, s);
+      if (off < 0) continue;
+      for (int64_t r = 0; r < rc.rows; r++) {
+        const char *p = (const char *)o->t.data + (off + r * rc.rs) * (int64_t)o->esize;
+        int64_t len = ((rc.cols - 1) * rc.cs + 1) * (int64_t)o->esize;
+        for (int64_t b = 0; b < len; b += 64) __builtin_prefetch(p + b, 0, 3);
+      }
+    }
+  }
+}
+
+static void tl_exec_worker(void *arg, int w, int nw) {
+  tl_run *run = arg;
+  const tl_plan *pl = run->plan;
+  tl_wstate st;
+  memset(&st, 0, offsetof(tl_wstate, refs));
+  st.prog.plan = pl;
+  st.prog.run = run;
+  st.prog.worker = w;
+  st.arena = pl->ctx->worker_mem[w];
+  st.ws = &pl->wstats[w];
+  memset(st.ws, 0, sizeof *st.ws);
+  for (int i = 0; i < pl->nops; i++) {
+    const tl_operand *o = &pl->op[i];
+    tl_ref *r = &st.refs[i];
+    r->dtype = o->t.dtype;
+    r->ndim = o->t.ndim;
+    memcpy(r->shape, o->block, sizeof r->shape);
+    memset(r->stride, 0, sizeof r->stride);
+    r->layout = o->spec.layout;
+    st.cur[i] = -1;
+  }
+  for (int s = 0; s < pl->n_scratch; s++) {
+    const tl_scratch *sc = &pl->scratch[s];
+    tl_ref *r = &st.refs[pl->nops + s];
+    r->data = st.arena + pl->scratch_off[s];
+    r->dtype = sc->dtype;
+    r->ndim = sc->ndim;
+    r->layout = sc->layout;
+    int64_t str = 1;
+    for (int d = sc->ndim - 1; d >= 0; d--) {
+      r->shape[d] = r->valid[d] = sc->shape[d];
+      r->stride[d] = sc->layout.tiled ? 0 : str;
+      str *= sc->shape[d];
+    }
+  }
+  const int nd = pl->k.grid_ndim;
+  const int64_t p0 = pl->n_par * w / nw, p1 = pl->n_par * (w + 1) / nw;
+  int64_t *g = st.prog.g;
+  int64_t rest = p0 * pl->n_inner;
+  for (int a = nd - 1; a >= 0; a--) g[a] = rest % pl->k.grid[a], rest /= pl->k.grid[a];
+  const int64_t s0 = p0 * pl->n_inner, s1 = p1 * pl->n_inner;
+  const tl_body_fn body = pl->k.body;
+  void *user = pl->k.user;
+  const tl_prog *saved = tl_cur_prog;
+  tl_cur_prog = &st.prog;
+  int64_t bi[TL_MAX_DIMS];
+  for (int64_t step = s0; step < s1; step++) {
+    if (atomic_load_explicit(&run->failed, memory_order_relaxed)) break;
+    /* outputs whose block changes are left first (write-back before any restaging) */
+    for (int i = pl->n_in; i < pl->nops; i++) {
+      const tl_operand *o = &pl->op[i];
+      int64_t lin = 0;
+      for (int d = 0; d < o->t.ndim; d++) bi[d] = tl_map_eval(&o->map.e[d], g), lin = lin * o->nblk[d] + bi[d];
+      if (lin != st.cur[i]) {
+        if (st.cur[i] >= 0) tl_leave(&st, pl, i);
+        memcpy(st.bi[i], bi, sizeof bi);
+        st.cur[i] = -2 - lin; /* pending entry */
+      }
+    }
+    for (int i = 0; i < pl->n_in; i++) {
+      const tl_operand *o = &pl->op[i];
+      int64_t lin = 0;
+      for (int d = 0; d < o->t.ndim; d++) bi[d] = tl_map_eval(&o->map.e[d], g), lin = lin * o->nblk[d] + bi[d];
+      if (lin != st.cur[i]) {
+        memcpy(st.bi[i], bi, sizeof bi);
+        tl_enter(&st, pl, i, lin);
+      }
+    }
+    for (int i = pl->n_in; i < pl->nops; i++) {
+      tl_operand *o = (tl_operand *)&pl->op[i];
+      if (st.cur[i] <= -2) tl_enter(&st, pl, i, -2 - st.cur[i]);
+      int64_t lin = st.cur[i], done = o->done[lin]++;
+      st.prog.first[i - pl->n_in] = done == 0;
+      st.prog.last[i - pl->n_in] = done + 1 == o->visits[lin];
+    }
+    if (pl->any_prefetch && step + 1 < s1) {
+      int64_t gn[TL_MAX_DIMS];
+      memcpy(gn, g, sizeof gn);
+      for (int a = nd - 1; a >= 0; a--) {
+        if (++gn[a] < pl->k.grid[a]) break;
+        gn[a] = 0;
+      }
+      tl_prefetch_next(&st, pl, gn);
+    }
+    body(&st.prog, st.refs, user);
+    st.ws->steps++;
+    for (int a = nd - 1; a >= 0; a--) {
+      if (++g[a] < pl->k.grid[a]) break;
+      g[a] = 0;
+    }
+  }
+  if (!atomic_load_explicit(&run->failed, memory_order_relaxed))
+    for (int i = pl->n_in; i < pl->nops; i++)
+      if (st.cur[i] >= 0) tl_leave(&st, pl, i);
+  tl_cur_prog = saved;
+}
+
+/* Checks that the run's tensors match the plan's and do not alias differently. */
+static tl_status tl_plan_check_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
+  for (int i = 0; i < pl->nops; i++) {
+    const tl_tensor *t = i < pl->n_in ? &in[i] : &out[i - pl->n_in];
+    const tl_tensor *p = &pl->op[i].t;
+    const char *kind = i < pl->n_in ? "input" : "output";
+    int num = i < pl->n_in ? i : i - pl->n_in;
+    if (t->dtype != p->dtype)
+      return tl_ctx_fail(pl->ctx, TL_ERR_DTYPE, "tl_plan_run '%s': %s %d is %s, the plan was made for %s", pl->name, kind, num,
+                         tl_dtype_name(t->dtype), tl_dtype_name(p->dtype));
+    if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)TL_MAX(0, TL_MIN(t->ndim, TL_MAX_DIMS))))
+      return tl_ctx_fail(pl->ctx, TL_ERR_SHAPE, "tl_plan_run '%s': %s %d has another shape than at tl_plan_new", pl->name, kind, num);
+    if (memcmp(t->stride, p->stride, sizeof(int64_t) * (size_t)t->ndim) || memcmp(&t->layout, &p->layout, sizeof t->layout))
+      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s %d has other strides or another layout than at tl_plan_new",
+                         pl->name, kind, num);
+    if (!t->data && tl_tensor_numel(t) > 0)
+      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s %d: data is NULL", pl->name, kind, num);
+  }
+  for (int oi = pl->n_in; oi < pl->nops; oi++) {
+    const tl_tensor *o = &out[oi - pl->n_in];
+    if (tl_tensor_numel(o) <= 0) continue;
+    uintptr_t olo, ohi;
+    tl_tensor_span(o, &olo, &ohi);
+    for (int j = 0; j < pl->nops; j++) {
+      if (j == oi) continue;
+      const tl_tensor *x = j < pl->n_in ? &in[j] : &out[j - pl->n_in];
+      if (pl->op[oi].shares == j) {
+        if (x->data != o->data)
+          return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': output %d and input %d shared memory at tl_plan_new but not now",
+                             pl->name, oi - pl->n_in, j);
+        continue;
+      }
+      if (tl_tensor_numel(x) <= 0) continue;
+      uintptr_t xlo, xhi;
+      tl_tensor_span(x, &xlo, &xhi);
+      if (olo < xhi && xlo < ohi)
+        return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': output %d overlaps %s %d in memory", pl->name,
+                           oi - pl->n_in, j < pl->n_in ? "input" : "output", j < pl->n_in ? j : j - pl->n_in);
+    }
+  }
+  return TL_OK;
+}
+
+tl_status tl_plan_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
+  if (!pl) return tl_fail_tls(TL_ERR_INVALID, "tl_plan_run: plan is NULL");
+  tl_ctx *ctx = pl->ctx;
+  if ((pl->n_in && !in) || (pl->n_out && !out))
+    return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s is NULL", pl->name, pl->n_in && !in ? "in" : "out");
+  tl_status s = tl_plan_check_run(pl, in, out);
+  if (s != TL_OK) return s;
+  /* staging memory: grown before the run, never during it */
+  for (int w = 0; w < pl->threads; w++) {
+    if ((int64_t)ctx->worker_mem_bytes[w] >= pl->arena_bytes) continue;
+    void *m = tl_aligned_alloc(4096, (size_t)pl->arena_bytes);
+    if (!m) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_plan_run '%s': out of memory for %lld bytes of staging", pl->name,
+                               (long long)pl->arena_bytes);
+    tl_aligned_free(ctx->worker_mem[w]);
+    ctx->worker_mem[w] = m;
+    ctx->worker_mem_bytes[w] = (size_t)pl->arena_bytes;
+  }
+  for (int i = 0; i < pl->nops; i++) pl->op[i].t.data = i < pl->n_in ? in[i].data : out[i - pl->n_in].data;
+  memset(&pl->stats, 0, sizeof pl->stats);
+  if (pl->empty) {
+    tl_ctx_ok(ctx);
+    return TL_OK;
+  }
+  for (int i = pl->n_in; i < pl->nops; i++) memset(pl->op[i].done, 0, sizeof(int64_t) * (size_t)pl->op[i].nblocks);
+  tl_run run = {.plan = pl};
+  atomic_init(&run.failed, 0);
+  tl_pool_run(ctx->pool, pl->threads, tl_exec_worker, &run);
+  for (int w = 0; w < pl->threads; w++) {
+    const tl_wstats *ws = &pl->wstats[w];
+    pl->stats.steps += ws->steps;
+    pl->stats.bytes_read += ws->bytes_read;
+    pl->stats.bytes_written += ws->bytes_written;
+    for (int i = 0; i < pl->nops; i++) pl->stats.stage_events[i] += ws->events[i];
+  }
+  if (atomic_load(&run.failed)) return tl_ctx_fail(ctx, run.fail_status, "%s", run.fail_msg);
+  tl_ctx_ok(ctx);
+  return TL_OK;
+}
