@@ -306,7 +306,7 @@ static void tl_enter(tl_wstate *st, const tl_plan *pl, int i, int64_t lin) {
     for (int d = nd - 1; d >= 0; d--) r->stride[d] = s, s *= o->block[d];
   }
   if (reads) {
-    tl_stage_block(o, bi, r->valid, buf, pl->interpret && o->spec.pad_any ? o->poison : o->pad);
+    tl_stage_block(o, bi, r->valid, buf, pl->interpret && o->spec.pad_any ? o->poison_pad : o->pad);
   } else if (o->spec.out == TL_OUT_ACCUM_ZERO) {
     memset(buf, 0, (size_t)(tl_block_elems(nd, o->block, o->spec.layout) * (int64_t)o->esize));
   } else if (pl->interpret) { /* TL_OUT_WRITE: poison, checked at write-back */

@@ -172,10 +172,17 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
     }
   /* pad and poison values in the tensor's dtype */
   tl_store_f64(o->pad, t->dtype, 0, bs->pad);
-  if (t->dtype == TL_F32 || t->dtype == TL_F16 || t->dtype == TL_BF16)
-    tl_store_f64(o->poison, t->dtype, 0, NAN);
-  else
-    memset(o->poison, 0x5A, sizeof o->poison);
+  /* interpret mode: padding and unwritten outputs get quiet NaNs with different payloads, so
+     padding that leaks into an output reads as NaN there without looking unwritten */
+  memset(o->poison, 0x5A, sizeof o->poison);
+  memset(o->poison_pad, 0x5A, sizeof o->poison_pad);
+  if (t->dtype == TL_F32) {
+    uint32_t w = 0x7FC05A5Au, pw = 0x7FC0A0A0u;
+    memcpy(o->poison, &w, 4), memcpy(o->poison_pad, &pw, 4);
+  } else if (t->dtype == TL_BF16 || t->dtype == TL_F16) {
+    uint16_t w = t->dtype == TL_BF16 ? 0x7FC5 : 0x7E05, pw = t->dtype == TL_BF16 ? 0x7FC1 : 0x7E01;
+    memcpy(o->poison, &w, 2), memcpy(o->poison_pad, &pw, 2);
+  }
   return TL_OK;
 }
 
@@ -287,6 +294,15 @@ static tl_status tl_plan_simulate(tl_plan *pl) {
       for (int i = 0; i < pl->nops; i++) {
         tl_operand *o = &pl->op[i];
         int64_t lin = tl_block_at(o, g, bi);
+        if (o->is_out) { /* checked every step: consecutive steps may belong to two parallel indices */
+          if (o->visits[lin] && owner[i][lin] != pidx) {
+            s = tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
+                            OPF ": block %lld is visited from two parallel indices (%lld and %lld): an axis its map ignores is TL_PARALLEL (make it TL_ARBITRARY or move it after the parallel prefix)",
+                            OPA(pl, i), (long long)lin, (long long)owner[i][lin], (long long)pidx);
+            goto out;
+          }
+          owner[i][lin] = pidx;
+        }
         if (lin != cur[i]) {
           if (o->is_out) {
             if (cur[i] >= 0) {
@@ -294,19 +310,12 @@ static tl_status tl_plan_simulate(tl_plan *pl) {
               c->bytes_written += tl_block_valid_bytes(o, curbi[i]);
               left[i][cur[i]] = 1;
             }
-            if (o->visits[lin] && owner[i][lin] != pidx) {
-              s = tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
-                              OPF ": block %lld is visited from two parallel indices (%lld and %lld): an axis its map ignores is TL_PARALLEL (make it TL_ARBITRARY or move it after the parallel prefix)",
-                              OPA(pl, i), (long long)lin, (long long)owner[i][lin], (long long)pidx);
-              goto out;
-            }
             if (left[i][lin] && o->spec.out == TL_OUT_WRITE) {
               s = tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
                               OPF ": TL_OUT_WRITE block %lld is revisited after being left (its steps are not consecutive); use TL_OUT_ACCUM_ZERO/LOAD or reorder the grid",
                               OPA(pl, i), (long long)lin);
               goto out;
             }
-            owner[i][lin] = pidx;
             if (o->spec.out == TL_OUT_ACCUM_LOAD || (o->spec.out == TL_OUT_ACCUM_ZERO && o->visits[lin])) {
               c->operand_bytes[i] += tl_block_valid_bytes(o, bi);
               c->bytes_read += tl_block_valid_bytes(o, bi);

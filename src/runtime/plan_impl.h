@@ -67,7 +67,8 @@ typedef struct tl_operand {
   int shared_by;               /* input: index of the output sharing it, else -1 */
   int64_t full_tiled_inplace;  /* tiled tensor whose blocks can be used in place */
   uint8_t pad[8];              /* pad value in the tensor's dtype */
-  uint8_t poison[8];           /* interpret mode's poison in the tensor's dtype */
+  uint8_t poison[8];           /* interpret mode: unwritten TL_OUT_WRITE elements */
+  uint8_t poison_pad[8];       /* interpret mode: pad_any padding */
   tl_pack_fn pack;
   int64_t *visits;             /* outputs: steps touching each block (counted at tl_plan_new) */
   int64_t *done;               /* outputs: steps run on each block in the current run */
