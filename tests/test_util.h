@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int tl_test_passed, tl_test_failed, tl_test_fail_prints;
+static _Atomic int tl_test_passed, tl_test_failed, tl_test_fail_prints;
 static const char *tl_test_current = "";
 
 #define CHECK(cond, ...)                                                            \

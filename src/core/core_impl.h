@@ -55,7 +55,7 @@ double tl_saturate(tl_dtype dt, double v);
 /* ---- CPU and ISA (src/core/cpu.c, src/core/isa.c) ---- */
 
 /* The ISA level the features allow (the highest whose requirements are all present):
- * avx2: AVX2+FMA; avx512: +AVX512F/BW/VL/DQ; avx512bf16: +AVX512-BF16 and AVX512-VNNI;
+ * avx2: AVX+AVX2+FMA+F16C; avx512: +AVX512F/BW/VL/DQ; avx512bf16: +AVX512-BF16 and AVX512-VNNI;
  * amx: +AMX-TILE/BF16/INT8. */
 tl_isa tl_isa_from_features(uint32_t features);
 /* Resolves a cap: name NULL or "" means no cap (TL_ISA_AMX). Unknown name: TL_ERR_INVALID with a
