@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# test_cli.sh — the `tilec` command line: help, version, `tilec info` (text and JSON), the ISA cap
+# from --isa and TILEC_ISA, and the exit codes and one-line errors for bad usage.
+# Run by CTest as: bash test_cli.sh /path/to/tilec. Last line: "N passed, M failed".
+set -u
+
+TILEC=${1:-${TILEC_TOOL:-}}
+if [ -z "$TILEC" ] || [ ! -x "$TILEC" ]; then
+  echo "usage: bash test_cli.sh /path/to/tilec" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+unset TILEC_ISA TILEC_INTERPRET
+
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# ok NAME CONDITION-RESULT: records one check.
+ok() {
+  if [ "$2" = 0 ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $1" >&2
+    [ -s "$tmp/out" ] && sed 's/^/    out: /' "$tmp/out" | head -20 >&2
+    [ -s "$tmp/err" ] && sed 's/^/    err: /' "$tmp/err" | head -5 >&2
+  fi
+}
+
+# run ARGS...: runs tilec, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc.
+run() {
+  "$TILEC" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+# one_line_error: stderr is exactly one line, stdout is empty.
+one_line_error() {
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ]
+}
+
+have_python=0
+if command -v python3 >/dev/null 2>&1; then have_python=1; fi
+
+# json_get KEY: prints the top-level JSON value of KEY from $tmp/out (python3 only).
+json_get() {
+  python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1" <"$tmp/out"
+}
+
+# --- help and version ---
+run --help
+ok "tilec --help exits 0" $rc
+grep -q "info" "$tmp/out"; ok "tilec --help lists info" $?
+run -h
+ok "tilec -h exits 0" $rc
+run --version
+ok "tilec --version exits 0" $rc
+grep -q "^tilec [0-9]" "$tmp/out"; ok "tilec --version prints the version" $?
+run help info
+ok "tilec help info exits 0" $rc
+grep -q "usage: tilec info" "$tmp/out"; ok "tilec help info prints the usage" $?
+run info --help
+ok "tilec info --help exits 0" $rc
+grep -q "usage: tilec info" "$tmp/out"; ok "tilec info --help prints the usage" $?
+run info --json --help
+ok "tilec info --json --help exits 0" $rc
+
+# --- bad usage: exit 2, one line on stderr ---
+run
+[ $rc -eq 2 ]; ok "tilec without a command exits 2 (got $rc)" $?
+run frobnicate
+[ $rc -eq 2 ]; ok "unknown subcommand exits 2 (got $rc)" $?
+one_line_error; ok "unknown subcommand: one-line error" $?
+grep -q "frobnicate" "$tmp/err"; ok "unknown subcommand named in the error" $?
+run help frobnicate
+[ $rc -eq 2 ]; ok "tilec help frobnicate exits 2 (got $rc)" $?
+run --bogus-option
+[ $rc -eq 2 ]; ok "unknown top-level option exits 2 (got $rc)" $?
+run info --isa bogus
+[ $rc -eq 2 ]; ok "info --isa bogus exits 2 (got $rc)" $?
+one_line_error; ok "info --isa bogus: one-line error" $?
+grep -q "^tilec info: .*bogus" "$tmp/err"; ok "info --isa bogus: error names the value" $?
+grep -q "avx512bf16" "$tmp/err"; ok "info --isa bogus: error lists valid names" $?
+run info --isa
+[ $rc -eq 2 ]; ok "info --isa without a value exits 2 (got $rc)" $?
+run info --threads 0
+[ $rc -eq 2 ]; ok "info --threads 0 exits 2 (got $rc)" $?
+run info --threads abc
+[ $rc -eq 2 ]; ok "info --threads abc exits 2 (got $rc)" $?
+one_line_error; ok "info --threads abc: one-line error" $?
+run info --frob
+[ $rc -eq 2 ]; ok "info --frob exits 2 (got $rc)" $?
+one_line_error; ok "info --frob: one-line error" $?
+TILEC_ISA=bogus "$TILEC" info >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ]; ok "TILEC_ISA=bogus tilec info exits 2 (got $rc)" $?
+one_line_error; ok "TILEC_ISA=bogus: one-line error" $?
+
+# --- tilec info (text) ---
+run info
+ok "tilec info exits 0" $rc
+[ ! -s "$tmp/err" ]; ok "tilec info: nothing on stderr" $?
+for word in vendor brand avx2 avx512bf16 amx-tile threads "vmem budget" "cache dir" paths; do
+  grep -q -- "$word" "$tmp/out"; ok "tilec info mentions '$word'" $?
+done
+run info --isa scalar --threads 1
+ok "tilec info --isa scalar --threads 1 exits 0" $rc
+grep -Eq "^  in use +scalar$" "$tmp/out"; ok "tilec info --isa scalar: in use scalar" $?
+grep -Eq "^  threads +1$" "$tmp/out"; ok "tilec info --threads 1: threads 1" $?
+
+# --- tilec info --json ---
+run info --json
+ok "tilec info --json exits 0" $rc
+head -c1 "$tmp/out" | grep -q "{"; ok "tilec info --json starts with {" $?
+if [ $have_python = 1 ]; then
+  python3 -c 'import json,sys; json.load(sys.stdin)' <"$tmp/out"; ok "tilec info --json parses" $?
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+order = ["scalar", "avx2", "avx512", "avx512bf16", "amx"]
+assert d["isa"] in order and d["isa_cap"] == "amx" and d["isa_cap_source"] == "none"
+assert d["isa"] == d["cpu"]["isa_max"], (d["isa"], d["cpu"]["isa_max"])
+assert [p["name"] for p in d["isa_paths"]] == order
+assert [p["used"] for p in d["isa_paths"]] == [i <= order.index(d["isa"]) for i in range(5)]
+assert len(d["cpu"]["features"]) == 14 and all(isinstance(v, bool) for v in d["cpu"]["features"].values())
+assert d["threads"] >= 1 and d["cpu"]["cpus_allowed"] >= 1 and d["vmem_bytes"] > 0 and d["l1_bytes"] > 0
+assert d["amx_state"] in ("absent", "not-requested", "granted", "refused")
+' <"$tmp/out"
+  ok "tilec info --json: fields consistent" $?
+fi
+
+TILEC_ISA=scalar "$TILEC" info --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+ok "TILEC_ISA=scalar tilec info --json exits 0" $rc
+grep -q '"isa": "scalar"' "$tmp/out"; ok "TILEC_ISA=scalar: isa scalar" $?
+grep -q '"isa_cap_source": "TILEC_ISA"' "$tmp/out"; ok "TILEC_ISA=scalar: cap source TILEC_ISA" $?
+if [ $have_python = 1 ]; then
+  [ "$(json_get isa)" = scalar ]; ok "TILEC_ISA=scalar: JSON isa is scalar" $?
+fi
+
+# --isa wins over TILEC_ISA
+TILEC_ISA=scalar "$TILEC" info --json --isa avx2 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+ok "TILEC_ISA=scalar tilec info --isa avx2 exits 0" $rc
+grep -q '"isa_cap": "avx2"' "$tmp/out"; ok "--isa overrides TILEC_ISA" $?
+
+# JSON strings are escaped (a cache dir with a quote, a backslash and a tab)
+TILEC_CACHE_DIR=$'/tmp/a"b\\c\td' "$TILEC" info --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+ok "tilec info --json with an odd cache dir exits 0" $rc
+if [ $have_python = 1 ]; then
+  [ "$(json_get cache_dir)" = $'/tmp/a"b\\c\td' ]; ok "JSON escapes the cache dir" $?
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
