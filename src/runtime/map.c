@@ -58,11 +58,12 @@ static tl_status tl_map_fail(tl_map_parser *mp, size_t pos, const char *fmt, ...
   va_end(ap);
   size_t len = strlen(mp->src);
   int shown = len > 200 ? 200 : (int)len;
-  tl_msg(mp->msg, mp->msg_size, "map '%.*s%s': position %zu: %s", shown, mp->src,
-         len > 200 ? "..." : "", pos, reason);
+  tl_msg(mp->msg, mp->msg_size, "map '%.*s%s': position %zu: %s", shown, mp->src, len > 200 ? "..." : "", pos,
+         reason);
   return TL_ERR_INVALID;
 }
 
+/* Character classes of the grammar (ASCII only; any other byte is a syntax error). */
 static int tl_map_is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int tl_map_is_digit(char c) { return c >= '0' && c <= '9'; }
 static int tl_map_is_ident0(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
@@ -149,8 +150,7 @@ static tl_status tl_map_term_parse(tl_map_parser *mp, tl_map_expr *e, int64_t si
   tl_map_peek(mp);
   size_t nat = mp->pos;
   if (op == '/' && mp->src[nat] == '-') return tl_map_fail(mp, nat, "divisor must be positive");
-  if (!tl_map_is_digit(mp->src[nat]))
-    return tl_map_fail(mp, nat, "expected an integer after '%c'", op);
+  if (!tl_map_is_digit(mp->src[nat])) return tl_map_fail(mp, nat, "expected an integer after '%c'", op);
   int64_t n;
   if ((s = tl_map_int(mp, &n)) != TL_OK) return s;
   if (op == '/') {
@@ -240,7 +240,8 @@ tl_status tl_map_parse(const char *src, int grid_ndim, int tensor_ndim, tl_map *
   int n = 0;
   if (!(tl_map_peek(&mp) == '\0' && tensor_ndim == 0)) {
     for (;;) {
-      if (n > 0 && tl_map_peek(&mp) == '\0') return tl_map_fail(&mp, mp.pos, "expected an expression after ','");
+      if (n > 0 && tl_map_peek(&mp) == '\0')
+        return tl_map_fail(&mp, mp.pos, "expected an expression after ','");
       if (n == tensor_ndim)
         return tl_map_fail(&mp, mp.pos, "more expressions than the tensor's %d dims", tensor_ndim);
       if ((s = tl_map_expr_parse(&mp, &m.e[n])) != TL_OK) return s;
@@ -264,7 +265,10 @@ tl_status tl_map_parse(const char *src, int grid_ndim, int tensor_ndim, tl_map *
  * 2^6 of them cannot overflow; results are clamped to int64 at the end. */
 #define TL_MAP_BIG ((__int128)1 << 120)
 
-static __int128 tl_map_clamp(__int128 v) { return v > TL_MAP_BIG ? TL_MAP_BIG : v < -TL_MAP_BIG ? -TL_MAP_BIG : v; }
+/* v clamped to +-2^120. */
+static __int128 tl_map_clamp(__int128 v) {
+  return v > TL_MAP_BIG ? TL_MAP_BIG : v < -TL_MAP_BIG ? -TL_MAP_BIG : v;
+}
 
 /* mul * floor(x / div) for x >= 0, clamped. */
 static __int128 tl_map_term_at(const tl_map_term *t, int64_t x) {
@@ -292,8 +296,10 @@ static __int128 tl_map_axis_at(const tl_map_term *const *ts, int n, int64_t x) {
 static void tl_map_axis_range(const tl_map_term *const *ts, int n, int64_t g, __int128 *lo, __int128 *hi) {
   int pos = 0, neg = 0;
   for (int i = 0; i < n; i++) {
-    if (ts[i]->mul > 0) pos = 1;
-    else neg = 1;
+    if (ts[i]->mul > 0)
+      pos = 1;
+    else
+      neg = 1;
   }
   if (!(pos && neg)) {
     __int128 a = tl_map_axis_at(ts, n, 0), b = tl_map_axis_at(ts, n, g - 1);

@@ -1,0 +1,31 @@
+/* registry.c — the one table of tile-operation implementations, indexed by tl_isa.
+ *
+ * The scalar reference is always present. An ISA folder src/tile/<isa>/ defines one tl_tile_impl
+ * (tl_tile_<isa>_impl, declared in tile_impl.h) and gets one entry here under its
+ * TILEC_HAVE_<ISA> guard, which CMake defines only when it builds that folder. A level without an
+ * entry is NULL and dispatch skips it. */
+#include "tile_impl.h"
+
+static const tl_tile_impl *const tl_tile_impls[TL_ISA_COUNT] = {
+    [TL_ISA_SCALAR] = &tl_tile_scalar_impl,
+#if defined(TILEC_HAVE_AVX2) && TILEC_HAVE_AVX2
+    [TL_ISA_AVX2] = &tl_tile_avx2_impl,
+#endif
+#if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
+    [TL_ISA_AVX512] = &tl_tile_avx512_impl,
+#endif
+#if defined(TILEC_HAVE_AVX512BF16) && TILEC_HAVE_AVX512BF16
+    [TL_ISA_AVX512BF16] = &tl_tile_avx512bf16_impl,
+#endif
+#if defined(TILEC_HAVE_AMX) && TILEC_HAVE_AMX
+    [TL_ISA_AMX] = &tl_tile_amx_impl,
+#endif
+};
+_Static_assert(TL_ARRAY_LEN(tl_tile_impls) == TL_ISA_COUNT, "one registry slot per ISA level");
+
+/* The implementation registered for exactly this level, or NULL (also for a level outside the
+ * table). */
+const tl_tile_impl *tl_tile_impl_at(tl_isa isa) {
+  if ((unsigned)isa >= TL_ISA_COUNT) return NULL;
+  return tl_tile_impls[isa];
+}
