@@ -14,6 +14,18 @@
 
 #include "plan_impl.h"
 
+/* Messages go to the plan's error buffer: the context's for tl_plan_new, the caller's for a
+ * nested plan (tl_pipeline_run), which must not touch the shared context. */
+static tl_status tl_err(char *err, size_t errn, tl_status s, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static tl_status tl_err(char *err, size_t errn, tl_status s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errn, fmt, ap);
+  va_end(ap);
+  return s;
+}
+#define tl_plan_fail(pl, ...) tl_err((pl)->err, (pl)->errn, __VA_ARGS__)
+
 static const char *tl_op_kind(const tl_plan *pl, int o) { return o < pl->n_in ? "input" : "output"; }
 static int tl_op_num(const tl_plan *pl, int o) { return o < pl->n_in ? o : o - pl->n_in; }
 
@@ -59,15 +71,15 @@ static int tl_same_view(const tl_tensor *a, const tl_tensor *b) {
 static tl_status tl_check_layout(tl_plan *pl, const tl_layout *l, int ndim, const char *what, int idx) {
   if (!l->tiled) {
     if (l->vnni > 1 || l->tile_r || l->tile_c)
-      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "%s %d of kernel '%s': row-major layout with vnni/tile fields set (set tiled = 1)",
+      return tl_plan_fail(pl, TL_ERR_INVALID, "%s %d of kernel '%s': row-major layout with vnni/tile fields set (set tiled = 1)",
                          what, idx, pl->name);
     return TL_OK;
   }
   if (ndim < 2)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "%s %d of kernel '%s': a tiled layout needs >= 2 dims, has %d", what, idx, pl->name, ndim);
+    return tl_plan_fail(pl, TL_ERR_INVALID, "%s %d of kernel '%s': a tiled layout needs >= 2 dims, has %d", what, idx, pl->name, ndim);
   int v = l->vnni ? l->vnni : 1;
   if (!l->tile_r || !l->tile_c || (v != 1 && v != 2 && v != 4) || l->tile_r % v)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
+    return tl_plan_fail(pl, TL_ERR_INVALID,
                        "%s %d of kernel '%s': bad tiled layout %ux%u vnni %u (tiles > 0, vnni 1/2/4 dividing tile_r)",
                        what, idx, pl->name, l->tile_r, l->tile_c, l->vnni);
   return TL_OK;
@@ -100,48 +112,48 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
   char what[128];
   snprintf(what, sizeof what, "%s %d of kernel '%s'", tl_op_kind(pl, i), tl_op_num(pl, i), pl->name);
   tl_status s = tl_tensor_check(t, what, msg, sizeof msg);
-  if (s != TL_OK) return tl_ctx_fail(pl->ctx, s, "%s", msg);
+  if (s != TL_OK) return tl_plan_fail(pl, s, "%s", msg);
   if (bs->ndim != t->ndim)
-    return tl_ctx_fail(pl->ctx, TL_ERR_SHAPE, OPF ": blockspec has %d dims, the tensor %d", OPA(pl, i), bs->ndim, t->ndim);
+    return tl_plan_fail(pl, TL_ERR_SHAPE, OPF ": blockspec has %d dims, the tensor %d", OPA(pl, i), bs->ndim, t->ndim);
   o->is_out = i >= pl->n_in;
   o->spec = *bs;
   o->t = *t;
   o->esize = tl_dtype_size(t->dtype);
   o->shares = o->shared_by = -1;
   if ((unsigned)bs->stage > TL_STAGE_NEVER || (unsigned)bs->level > TL_L1 || (unsigned)bs->out > TL_OUT_ACCUM_LOAD)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": blockspec has an unknown stage (%d), level (%d) or out mode (%d)",
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": blockspec has an unknown stage (%d), level (%d) or out mode (%d)",
                        OPA(pl, i), (int)bs->stage, (int)bs->level, (int)bs->out);
   if (!o->is_out && bs->out != TL_OUT_WRITE)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": out mode is for outputs only", OPA(pl, i));
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": out mode is for outputs only", OPA(pl, i));
   if (bs->buffers < 0 || bs->buffers > 2)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": buffers is %d, must be 0, 1 or 2", OPA(pl, i), bs->buffers);
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": buffers is %d, must be 0, 1 or 2", OPA(pl, i), bs->buffers);
   if (bs->prefetch < 0 || bs->prefetch > 1 || bs->pad_any < 0 || bs->pad_any > 1)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": prefetch and pad_any must be 0 or 1", OPA(pl, i));
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": prefetch and pad_any must be 0 or 1", OPA(pl, i));
   if (isnan(bs->pad) && t->dtype != TL_F32 && t->dtype != TL_F16 && t->dtype != TL_BF16)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": pad is NaN for integer dtype %s", OPA(pl, i), tl_dtype_name(t->dtype));
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": pad is NaN for integer dtype %s", OPA(pl, i), tl_dtype_name(t->dtype));
   o->nbuf = bs->buffers ? bs->buffers : 1;
   s = tl_check_layout(pl, &bs->layout, t->ndim, o->is_out ? "output" : "input", tl_op_num(pl, i));
   if (s != TL_OK) return s;
   if (t->layout.tiled && memcmp(&t->layout, &bs->layout, sizeof t->layout) &&
       !(t->layout.vnni <= 1 && bs->layout.vnni <= 1 && t->layout.tile_r == bs->layout.tile_r &&
         t->layout.tile_c == bs->layout.tile_c && bs->layout.tiled))
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": the tensor is tiled %ux%u vnni %u; its blockspec must ask for the same layout",
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": the tensor is tiled %ux%u vnni %u; its blockspec must ask for the same layout",
                        OPA(pl, i), t->layout.tile_r, t->layout.tile_c, t->layout.vnni);
   if (bs->stage == TL_STAGE_NEVER && !t->layout.tiled && bs->layout.tiled)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": stage NEVER, but the blockspec asks for a tiled layout of a row-major tensor",
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER, but the blockspec asks for a tiled layout of a row-major tensor",
                        OPA(pl, i));
   if (o->is_out)
     for (int d = 0; d < t->ndim; d++)
       if (t->stride[d] == 0 && t->shape[d] > 1 && !t->layout.tiled)
-        return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": dim %d has stride 0 (outputs cannot broadcast)", OPA(pl, i), d);
+        return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": dim %d has stride 0 (outputs cannot broadcast)", OPA(pl, i), d);
   o->nblocks = 1;
   for (int d = 0; d < t->ndim; d++) {
     if (bs->block[d] < 0)
-      return tl_ctx_fail(pl->ctx, TL_ERR_SHAPE, OPF ": block dim %d is %lld", OPA(pl, i), d, (long long)bs->block[d]);
+      return tl_plan_fail(pl, TL_ERR_SHAPE, OPF ": block dim %d is %lld", OPA(pl, i), d, (long long)bs->block[d]);
     o->block[d] = bs->block[d] ? bs->block[d] : t->shape[d];
     o->nblk[d] = t->shape[d] && o->block[d] ? TL_CDIV(t->shape[d], o->block[d]) : 1;
     if (tl_mul_ovf(o->nblocks, o->nblk[d], &o->nblocks))
-      return tl_ctx_fail(pl->ctx, TL_ERR_SHAPE, OPF ": too many blocks", OPA(pl, i));
+      return tl_plan_fail(pl, TL_ERR_SHAPE, OPF ": too many blocks", OPA(pl, i));
   }
   /* a block of a tiled tensor is contiguous when it spans the last two dims and every leading dim
      but the first */
@@ -156,16 +168,16 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
     *strp += n;
   }
   s = tl_map_parse(bs->map, pl->k.grid_ndim, t->ndim, &o->map, msg, sizeof msg);
-  if (s != TL_OK) return tl_ctx_fail(pl->ctx, s, OPF ": %s", OPA(pl, i), msg);
+  if (s != TL_OK) return tl_plan_fail(pl, s, OPF ": %s", OPA(pl, i), msg);
   if (t->layout.tiled && bs->stage == TL_STAGE_NEVER && !o->full_tiled_inplace)
-    return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, OPF ": stage NEVER on a tiled tensor needs blocks spanning every dim but the first",
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER on a tiled tensor needs blocks spanning every dim but the first",
                        OPA(pl, i));
   if (!pl->empty)
     for (int d = 0; d < t->ndim; d++) {
       int64_t lo, hi;
       tl_map_expr_range(&o->map.e[d], pl->k.grid, &lo, &hi);
       if (lo < 0 || hi >= o->nblk[d])
-        return tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
+        return tl_plan_fail(pl, TL_ERR_INVALID,
                            OPF ": the map gives block index %lld in dim %d, outside 0..%lld (size %lld, block %lld): such a step's block lies wholly outside the tensor",
                            OPA(pl, i), (long long)(lo < 0 ? lo : hi), d, (long long)o->nblk[d] - 1,
                            (long long)t->shape[d], (long long)o->block[d]);
@@ -201,7 +213,7 @@ static tl_status tl_plan_aliasing(tl_plan *pl) {
         x->shared_by = oi;
         continue;
       }
-      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
+      return tl_plan_fail(pl, TL_ERR_INVALID,
                          OPF " overlaps %s %d in memory (only an input and a TL_OUT_WRITE output with the same tensor, map, block and layout may share memory)",
                          OPA(pl, oi), tl_op_kind(pl, j), tl_op_num(pl, j));
     }
@@ -246,18 +258,18 @@ static tl_status tl_plan_budget(tl_plan *pl) {
     if (big >= 0) {
       tl_fmt_shape(shp, sizeof shp, pl->op[big].t.ndim, pl->op[big].block);
       tl_fmt_bytes(bb, sizeof bb, big_bytes);
-      return tl_ctx_fail(pl->ctx, TL_ERR_VMEM,
+      return tl_plan_fail(pl, TL_ERR_VMEM,
                          "kernel '%s': blocks need %s of VMEM per thread, the budget is %s; the largest is %s %d: block %s %s x %d buffer(s) = %s",
                          pl->name, a, bgt, tl_op_kind(pl, big), tl_op_num(pl, big), shp, tl_dtype_name(pl->op[big].t.dtype),
                          pl->op[big].nbuf, bb);
     }
-    return tl_ctx_fail(pl->ctx, TL_ERR_VMEM, "kernel '%s': blocks and scratch need %s of VMEM per thread, the budget is %s",
+    return tl_plan_fail(pl, TL_ERR_VMEM, "kernel '%s': blocks and scratch need %s of VMEM per thread, the budget is %s",
                        pl->name, a, bgt);
   }
   if ((uint64_t)used[TL_L1] > ci->l1_bytes) {
     tl_fmt_bytes(a, sizeof a, used[TL_L1]);
     tl_fmt_bytes(bgt, sizeof bgt, (int64_t)ci->l1_bytes);
-    return tl_ctx_fail(pl->ctx, TL_ERR_VMEM, "kernel '%s': TL_L1 blocks and scratch need %s per thread, the L1 budget is %s",
+    return tl_plan_fail(pl, TL_ERR_VMEM, "kernel '%s': TL_L1 blocks and scratch need %s per thread, the L1 budget is %s",
                        pl->name, a, bgt);
   }
   return TL_OK;
@@ -277,7 +289,7 @@ static tl_status tl_plan_simulate(tl_plan *pl) {
     owner[i] = tl_calloc((size_t)o->nblocks, sizeof(int64_t));
     left[i] = tl_calloc((size_t)o->nblocks, 1);
     if (!o->visits || !o->done || !owner[i] || !left[i]) {
-      s = tl_ctx_fail(pl->ctx, TL_ERR_NOMEM, "kernel '%s': out of memory for %lld output blocks", pl->name, (long long)o->nblocks);
+      s = tl_plan_fail(pl, TL_ERR_NOMEM, "kernel '%s': out of memory for %lld output blocks", pl->name, (long long)o->nblocks);
       goto out;
     }
   }
@@ -296,7 +308,7 @@ static tl_status tl_plan_simulate(tl_plan *pl) {
         int64_t lin = tl_block_at(o, g, bi);
         if (o->is_out) { /* checked every step: consecutive steps may belong to two parallel indices */
           if (o->visits[lin] && owner[i][lin] != pidx) {
-            s = tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
+            s = tl_plan_fail(pl, TL_ERR_INVALID,
                             OPF ": block %lld is visited from two parallel indices (%lld and %lld): an axis its map ignores is TL_PARALLEL (make it TL_ARBITRARY or move it after the parallel prefix)",
                             OPA(pl, i), (long long)lin, (long long)owner[i][lin], (long long)pidx);
             goto out;
@@ -311,7 +323,7 @@ static tl_status tl_plan_simulate(tl_plan *pl) {
               left[i][cur[i]] = 1;
             }
             if (left[i][lin] && o->spec.out == TL_OUT_WRITE) {
-              s = tl_ctx_fail(pl->ctx, TL_ERR_INVALID,
+              s = tl_plan_fail(pl, TL_ERR_INVALID,
                               OPF ": TL_OUT_WRITE block %lld is revisited after being left (its steps are not consecutive); use TL_OUT_ACCUM_ZERO/LOAD or reorder the grid",
                               OPA(pl, i), (long long)lin);
               goto out;
@@ -350,21 +362,20 @@ out:
   return s;
 }
 
-tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl_tensor *out, tl_plan **plan) {
-  if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_plan_new: ctx is NULL");
-  if (!plan) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_plan_new: plan is NULL");
+tl_status tl_plan_build(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl_tensor *out, int nested, char *err,
+                        size_t errn, tl_plan **plan) {
   *plan = NULL;
-  if (!k) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_plan_new: kernel is NULL");
+  if (!k) return tl_err(err, errn, TL_ERR_INVALID, "tl_plan_new: kernel is NULL");
   const char *name = k->name ? k->name : "kernel";
-  if (!k->body) return tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': body is NULL", name);
+  if (!k->body) return tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': body is NULL", name);
   if (k->n_in < 0 || k->n_out < 0 || k->n_in + k->n_out > TL_MAX_OPERANDS || k->n_scratch < 0 || k->n_scratch > TL_MAX_OPERANDS)
-    return tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': %d inputs, %d outputs, %d scratch: at most %d operands and %d scratch",
+    return tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': %d inputs, %d outputs, %d scratch: at most %d operands and %d scratch",
                        name, k->n_in, k->n_out, k->n_scratch, TL_MAX_OPERANDS, TL_MAX_OPERANDS);
   if ((k->n_in && (!k->in || !in)) || (k->n_out && (!k->out || !out)) || (k->n_scratch && !k->scratch))
-    return tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': a blockspec, scratch or tensor array is NULL", name);
+    return tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': a blockspec, scratch or tensor array is NULL", name);
   if (k->grid_ndim < 0 || k->grid_ndim > TL_MAX_DIMS)
-    return tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': grid_ndim is %d, must be 0..%d", name, k->grid_ndim, TL_MAX_DIMS);
-  if (k->flops < 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': flops is negative", name);
+    return tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': grid_ndim is %d, must be 0..%d", name, k->grid_ndim, TL_MAX_DIMS);
+  if (k->flops < 0) return tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': flops is negative", name);
 
   tl_status s = TL_OK;
   size_t strbytes = 0;
@@ -375,9 +386,12 @@ tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, cons
   if (!pl || !strings) {
     tl_free_mem(pl);
     tl_free_mem(strings);
-    return tl_ctx_fail(ctx, TL_ERR_NOMEM, "kernel '%s': out of memory", name);
+    return tl_err(err, errn, TL_ERR_NOMEM, "kernel '%s': out of memory", name);
   }
   pl->ctx = ctx;
+  pl->err = err;
+  pl->errn = errn;
+  pl->nested = nested;
   pl->strings = strings;
   snprintf(pl->name, sizeof pl->name, "%s", name);
   pl->k = *k;
@@ -394,15 +408,15 @@ tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, cons
   pl->n_par = pl->n_inner = 1;
   for (int a = 0; a < k->grid_ndim; a++) {
     if (k->grid[a] < 0) {
-      s = tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': grid axis %d is %lld", name, a, (long long)k->grid[a]);
+      s = tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': grid axis %d is %lld", name, a, (long long)k->grid[a]);
       goto out;
     }
     if ((unsigned)k->sem[a] > TL_PARALLEL) {
-      s = tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': grid axis %d has unknown semantics %d", name, a, (int)k->sem[a]);
+      s = tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': grid axis %d has unknown semantics %d", name, a, (int)k->sem[a]);
       goto out;
     }
     if (k->sem[a] == TL_PARALLEL && seen_arbitrary) {
-      s = tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': grid axis %d is TL_PARALLEL after an TL_ARBITRARY axis (parallel axes form a prefix)",
+      s = tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': grid axis %d is TL_PARALLEL after an TL_ARBITRARY axis (parallel axes form a prefix)",
                       name, a);
       goto out;
     }
@@ -411,16 +425,16 @@ tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, cons
     int64_t *acc = k->sem[a] == TL_PARALLEL ? &pl->n_par : &pl->n_inner;
     if (k->sem[a] == TL_PARALLEL) pl->par_axes = a + 1;
     if (tl_mul_ovf(*acc, k->grid[a] ? k->grid[a] : 1, acc)) {
-      s = tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': the grid has more than 2^63 steps", name);
+      s = tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': the grid has more than 2^63 steps", name);
       goto out;
     }
   }
   if (tl_mul_ovf(pl->n_par, pl->n_inner, &pl->n_steps)) {
-    s = tl_ctx_fail(ctx, TL_ERR_INVALID, "kernel '%s': the grid has more than 2^63 steps", name);
+    s = tl_err(err, errn, TL_ERR_INVALID, "kernel '%s': the grid has more than 2^63 steps", name);
     goto out;
   }
   if (pl->empty) pl->n_steps = 0;
-  pl->threads = pl->interpret ? 1 : (int)TL_MIN((int64_t)ctx->info.threads, pl->n_par);
+  pl->threads = pl->interpret || nested ? 1 : (int)TL_MIN((int64_t)ctx->info.threads, pl->n_par);
 
   /* operands */
   char *strp = strings;
@@ -441,11 +455,11 @@ tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, cons
     char msg[512];
     tmp.data = (void *)16; /* a scratch buffer always exists; check the rest */
     if ((s = tl_tensor_check(&tmp, what, msg, sizeof msg)) != TL_OK) {
-      s = tl_ctx_fail(ctx, s, "%s", msg);
+      s = tl_err(err, errn, s, "%s", msg);
       goto out;
     }
     if ((unsigned)sc->level > TL_L1) {
-      s = tl_ctx_fail(ctx, TL_ERR_INVALID, "%s: unknown level %d", what, (int)sc->level);
+      s = tl_err(err, errn, TL_ERR_INVALID, "%s: unknown level %d", what, (int)sc->level);
       goto out;
     }
     pl->scratch[i] = *sc;
@@ -461,7 +475,7 @@ tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, cons
   if ((s = tl_plan_simulate(pl)) != TL_OK) goto out;
   pl->wstats = tl_aligned_alloc(64, sizeof(tl_wstats) * (size_t)TL_MAX(pl->threads, 1));
   if (!pl->wstats) {
-    s = tl_ctx_fail(ctx, TL_ERR_NOMEM, "kernel '%s': out of memory", name);
+    s = tl_err(err, errn, TL_ERR_NOMEM, "kernel '%s': out of memory", name);
     goto out;
   }
   for (int i = 0; i < pl->nops; i++) pl->any_prefetch |= pl->op[i].spec.prefetch && !pl->op[i].is_out;
@@ -476,20 +490,30 @@ out:
     tl_free_mem(pl);
     return s;
   }
-  pl->next = ctx->plans;
-  if (ctx->plans) ctx->plans->prev = pl;
-  ctx->plans = pl;
+  if (!nested) {
+    pl->next = ctx->plans;
+    if (ctx->plans) ctx->plans->prev = pl;
+    ctx->plans = pl;
+  }
   *plan = pl;
-  tl_ctx_ok(ctx);
   return TL_OK;
+}
+
+tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl_tensor *out, tl_plan **plan) {
+  if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_plan_new: ctx is NULL");
+  if (!plan) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_plan_new: plan is NULL");
+  tl_status s = tl_plan_build(ctx, k, in, out, 0, ctx->err, sizeof ctx->err, plan);
+  if (s == TL_OK) tl_ctx_ok(ctx);
+  return s;
 }
 
 void tl_plan_free(tl_plan *pl) {
   if (!pl) return;
-  tl_ctx *ctx = pl->ctx;
-  if (pl->prev) pl->prev->next = pl->next;
-  else ctx->plans = pl->next;
-  if (pl->next) pl->next->prev = pl->prev;
+  if (!pl->nested) {
+    if (pl->prev) pl->prev->next = pl->next;
+    else pl->ctx->plans = pl->next;
+    if (pl->next) pl->next->prev = pl->prev;
+  }
   for (int i = 0; i < TL_MAX_OPERANDS; i++) {
     tl_free_mem(pl->op[i].visits);
     tl_free_mem(pl->op[i].done);

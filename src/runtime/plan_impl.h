@@ -95,6 +95,9 @@ struct tl_plan {
   tl_wstats *wstats;           /* per worker, counted during a run */
   char *strings;               /* copies of the map strings */
   int any_prefetch;
+  int nested;                  /* made by tl_pipeline_run: serial, not in the context's list */
+  char *err;                   /* where messages go */
+  size_t errn;
 };
 
 /* The run shared by the workers. */
@@ -113,6 +116,10 @@ struct tl_prog {
   int8_t first[TL_MAX_OPERANDS], last[TL_MAX_OPERANDS]; /* per output */
 };
 
+/* tl_plan_new's work with messages in err; nested plans (for tl_pipeline_run) run on one
+ * worker and are not linked into the context. */
+tl_status tl_plan_build(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl_tensor *out, int nested, char *err,
+                        size_t errn, tl_plan **plan);
 /* Executes the plan (exec.c); plan.c has checked everything. */
 tl_status tl_plan_exec(tl_plan *plan);
 /* Byte span [lo, hi) a row-major or tiled tensor's elements occupy. */
