@@ -68,10 +68,13 @@ enum {
   TL_DOT_TRANS_B = 2u     /* b is given as [N, K] (row-major only) */
 };
 
-/* acc (+)= a @ b over the last two dims (2-D refs). a: [M, K] row-major or tiled (vnni 1);
- * b: [K, N] row-major, or tiled with vnni 1/2/4 (the AMX B layout), or [N, K] with TL_DOT_TRANS_B;
- * acc: [M, N] row-major, f32 for f32/f16/bf16 inputs, i32 for i8/u8 inputs (a and b may mix i8
- * and u8). a and b share a floating dtype, or are both 8-bit integers. */
+/* acc (+)= a @ b (2-D refs). a: [M, K] row-major or tiled (vnni 1); b: [K, N] row-major, or
+ * tiled with vnni 1/2/4 (the AMX B layout), or [N, K] with TL_DOT_TRANS_B; acc: [M, N]
+ * row-major, f32 for f32/f16/bf16 inputs, i32 for i8/u8 inputs (a and b may mix i8 and u8). a
+ * and b share a floating dtype, or are both 8-bit integers. Floating sums run in f32 in
+ * increasing k (bf16 denormals read as zero, as the AMX and AVX512-BF16 instructions do);
+ * integer sums are exact and saturate when stored to i32 (the hardware wraps instead: the two
+ * agree while the true result fits in int32). */
 TL_API void tl_tile_dot(const tl_prog *p, tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
 /* Every element of r's full block (row-major or tiled) set to v, converted to r's dtype
  * (integers saturate, NaN becomes 0 for integers). */
@@ -81,12 +84,15 @@ TL_API void tl_tile_fill(tl_ref *r, double v);
 TL_API void tl_tile_cast(tl_ref *dst, const tl_ref *src);
 /* dst = op(src), elementwise in f32 (same shape; row-major; dst may be src). */
 TL_API void tl_tile_unary(tl_ref *dst, const tl_ref *src, tl_unary op);
-/* dst = a op b, elementwise in f32; b may have the same shape as dst, or be a row vector
- * [1, C] / [C] (broadcast down the rows) or a column vector [R, 1] (across the columns). dst may
- * alias a or b. */
+/* dst = a op b, elementwise in f32 (a has dst's shape). b has dst's number of dims with equal
+ * leading dims and each of the last two equal to dst's or 1 (a row vector [1, C], a column vector
+ * [R, 1], a scalar [1, 1]), or b is 1-D [C] against a dst of >= 2 dims. dst may alias a or b.
+ * max and min return the first NaN operand. */
 TL_API void tl_tile_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary op);
 /* dst = reduce src over `axis` (negative counts from the end). dst has src's shape with that dim
- * 1 (or the dim removed). Results in dst's dtype; sums in f32 (i32 for integer dst). */
+ * 1 (or the dim removed). Results in dst's dtype: float sums in f32; integer src into integer dst
+ * sums exactly and saturates; float src into integer dst sums in f32, then rounds and saturates.
+ * An empty axis gives sum 0, max -inf, min +inf; max and min propagate NaN. */
 TL_API void tl_tile_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op);
 
 /* Names, for messages and tools. */

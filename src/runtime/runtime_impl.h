@@ -76,7 +76,7 @@ typedef struct tl_map {
   tl_map_expr e[TL_MAX_DIMS];
 } tl_map;
 /* Parses src for a grid of grid_ndim axes and a tensor of tensor_ndim dims. src NULL: every
- * expression is the constant 0. Errors: TL_ERR_INVALID with "map 'i,j->i+': position 6:
+ * expression is the constant 0. Errors: TL_ERR_INVALID with "map 'i,j->i+': position 7:
  * expected a term" style messages in msg. Like terms are combined (i + i -> 2*i). */
 tl_status tl_map_parse(const char *src, int grid_ndim, int tensor_ndim, tl_map *out, char *msg, size_t msg_size);
 /* Block index of one expression at grid point g. */
