@@ -82,7 +82,9 @@ tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out) {
 
   ctx->worker_mem = tl_calloc((size_t)threads, sizeof *ctx->worker_mem);
   ctx->worker_mem_bytes = tl_calloc((size_t)threads, sizeof *ctx->worker_mem_bytes);
-  if (!ctx->worker_mem || !ctx->worker_mem_bytes) {
+  ctx->nest_mem = tl_calloc((size_t)threads * TL_MAX_NEST, sizeof *ctx->nest_mem);
+  ctx->nest_mem_bytes = tl_calloc((size_t)threads * TL_MAX_NEST, sizeof *ctx->nest_mem_bytes);
+  if (!ctx->worker_mem || !ctx->worker_mem_bytes || !ctx->nest_mem || !ctx->nest_mem_bytes) {
     s = tl_fail_tls(TL_ERR_NOMEM, "tl_ctx_new: out of memory");
     goto out;
   }
@@ -107,6 +109,10 @@ void tl_ctx_free(tl_ctx *ctx) {
     for (int i = 0; i < ctx->info.threads; i++) tl_aligned_free(ctx->worker_mem[i]);
   tl_free_mem(ctx->worker_mem);
   tl_free_mem(ctx->worker_mem_bytes);
+  if (ctx->nest_mem)
+    for (int i = 0; i < ctx->info.threads * TL_MAX_NEST; i++) tl_aligned_free(ctx->nest_mem[i]);
+  tl_free_mem(ctx->nest_mem);
+  tl_free_mem(ctx->nest_mem_bytes);
   tl_free_mem(ctx);
 }
 

@@ -339,16 +339,18 @@ static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64
   }
 }
 
-static void tl_exec_worker(void *arg, int w, int nw) {
-  tl_run *run = arg;
+/* Runs chunk w of nw of the plan's parallel index space with the given staging arena and
+ * counters; worker is the pool worker running it, depth the nesting level (0: tl_plan_run). */
+static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws, int worker, int depth) {
   const tl_plan *pl = run->plan;
   tl_wstate st;
   memset(&st, 0, offsetof(tl_wstate, refs));
   st.prog.plan = pl;
   st.prog.run = run;
-  st.prog.worker = w;
-  st.arena = pl->ctx->worker_mem[w];
-  st.ws = &pl->wstats[w];
+  st.prog.worker = worker;
+  st.prog.depth = depth;
+  st.arena = arena;
+  st.ws = ws;
   memset(st.ws, 0, sizeof *st.ws);
   for (int i = 0; i < pl->nops; i++) {
     const tl_operand *o = &pl->op[i];
@@ -436,6 +438,11 @@ static void tl_exec_worker(void *arg, int w, int nw) {
   tl_cur_prog = saved;
 }
 
+static void tl_exec_worker(void *arg, int w, int nw) {
+  tl_run *run = arg;
+  tl_exec_chunk(run, w, nw, run->plan->ctx->worker_mem[w], &run->plan->wstats[w], w, 0);
+}
+
 /* Checks that the run's tensors match the plan's and do not alias differently. */
 static tl_status tl_plan_check_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
   for (int i = 0; i < pl->nops; i++) {
@@ -516,4 +523,71 @@ tl_status tl_plan_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
   if (atomic_load(&run.failed)) return tl_ctx_fail(ctx, run.fail_status, "%s", run.fail_msg);
   tl_ctx_ok(ctx);
   return TL_OK;
+}
+
+/* ---- nested grids ---- */
+
+tl_status tl_pipeline_run(const tl_prog *p, const tl_kernel *inner, tl_ref *refs) {
+  if (!p) return tl_fail_tls(TL_ERR_INVALID, "tl_pipeline_run: called outside a body (p is NULL)");
+  tl_ctx *ctx = p->plan->ctx;
+  char err[768];
+  tl_status s = TL_OK;
+  if (p->depth + 1 >= TL_MAX_NEST) {
+    snprintf(err, sizeof err, "tl_pipeline_run: nesting deeper than %d levels", TL_MAX_NEST - 1);
+    tl_prog_fail(p, TL_ERR_INVALID, err);
+    return TL_ERR_INVALID;
+  }
+  if (!inner || (!refs && inner->n_in + inner->n_out > 0) || inner->n_in < 0 || inner->n_out < 0 ||
+      inner->n_in + inner->n_out > TL_MAX_OPERANDS) {
+    snprintf(err, sizeof err, "tl_pipeline_run: %s", !inner ? "inner kernel is NULL" : !refs ? "refs is NULL" : "bad operand counts");
+    tl_prog_fail(p, TL_ERR_INVALID, err);
+    return TL_ERR_INVALID;
+  }
+  /* the outer refs as tensors: row-major refs over their valid extent (never beyond the memory the
+     step owns), tiled refs over their whole block (their addressing depends on it) */
+  tl_tensor t[TL_MAX_OPERANDS];
+  for (int i = 0; i < inner->n_in + inner->n_out; i++) {
+    const tl_ref *r = &refs[i];
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].data = r->data;
+    t[i].dtype = r->dtype;
+    t[i].ndim = r->ndim;
+    t[i].layout = r->layout;
+    for (int d = 0; d < r->ndim && d < TL_MAX_DIMS; d++) {
+      t[i].shape[d] = r->layout.tiled ? r->shape[d] : r->valid[d];
+      t[i].stride[d] = r->layout.tiled ? 0 : r->stride[d];
+    }
+  }
+  tl_plan *pl = NULL;
+  s = tl_plan_build(ctx, inner, t, t + inner->n_in, 1, err, sizeof err, &pl);
+  if (s != TL_OK) {
+    tl_prog_fail(p, s, err);
+    return s;
+  }
+  /* this worker's arena for this depth, grown (rarely) before the inner grid runs */
+  const int slot = p->worker * TL_MAX_NEST + p->depth + 1;
+  if ((int64_t)ctx->nest_mem_bytes[slot] < pl->arena_bytes) {
+    void *m = tl_aligned_alloc(4096, (size_t)pl->arena_bytes);
+    if (!m) {
+      snprintf(err, sizeof err, "tl_pipeline_run '%s': out of memory for %lld bytes of staging", pl->name, (long long)pl->arena_bytes);
+      tl_plan_free(pl);
+      tl_prog_fail(p, TL_ERR_NOMEM, err);
+      return TL_ERR_NOMEM;
+    }
+    tl_aligned_free(ctx->nest_mem[slot]);
+    ctx->nest_mem[slot] = m;
+    ctx->nest_mem_bytes[slot] = (size_t)pl->arena_bytes;
+  }
+  if (!pl->empty) {
+    tl_run run = {.plan = pl};
+    atomic_init(&run.failed, 0);
+    for (int i = pl->n_in; i < pl->nops; i++) memset(pl->op[i].done, 0, sizeof(int64_t) * (size_t)pl->op[i].nblocks);
+    tl_exec_chunk(&run, 0, 1, ctx->nest_mem[slot], &pl->wstats[0], p->worker, p->depth + 1);
+    if (atomic_load(&run.failed)) {
+      s = run.fail_status;
+      tl_prog_fail(p, s, run.fail_msg);
+    }
+  }
+  tl_plan_free(pl);
+  return s;
 }

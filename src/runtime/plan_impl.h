@@ -112,6 +112,7 @@ struct tl_prog {
   const tl_plan *plan;
   tl_run *run;
   int worker;
+  int depth;                   /* 0: tl_plan_run; n: inside n tl_pipeline_run calls */
   int64_t g[TL_MAX_DIMS];
   int8_t first[TL_MAX_OPERANDS], last[TL_MAX_OPERANDS]; /* per output */
 };

@@ -34,6 +34,7 @@ void *tl_ctx_slot_get(const tl_ctx *ctx, const tl_slot_class *cls);
 tl_status tl_ctx_slot_set(tl_ctx *ctx, const tl_slot_class *cls, void *state);
 
 /* ---- the context (ctx.c) ---- */
+#define TL_MAX_NEST 4 /* grid nesting levels: tl_plan_run plus up to 3 tl_pipeline_run */
 struct tl_plan;
 struct tl_ctx {
   tl_ctx_info info;
@@ -44,6 +45,8 @@ struct tl_ctx {
   struct tl_plan *plans;      /* every live plan (doubly linked), freed with the context */
   void **worker_mem;          /* per worker: the executor's staging arena (exec.c owns it) */
   size_t *worker_mem_bytes;
+  void **nest_mem;            /* per worker x TL_MAX_NEST: arenas of nested grids (tl_pipeline_run) */
+  size_t *nest_mem_bytes;
 };
 
 /* Sets ctx's error message and returns s (s must not be TL_OK). */
