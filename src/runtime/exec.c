@@ -64,12 +64,27 @@ void tl_prog_fail(const tl_prog *p, tl_status s, const char *msg) {
 
 /* ---- per-worker state ---- */
 
+/* Progress through the staging of one block: slab and row (a multiple of tile_r when tiled). */
+typedef struct tl_stage_cursor {
+  int64_t slab, row;
+} tl_stage_cursor;
+
+
+typedef struct tl_pending {
+  int active;
+  int64_t lin;
+  int64_t bi[TL_MAX_DIMS], valid[TL_MAX_DIMS];
+  tl_stage_cursor c;
+} tl_pending;
+
 typedef struct tl_wstate {
-  tl_prog prog;
+  tl_prog prog; /* first: tl_stage_pump finds the state from the program */
   tl_ref refs[TL_MAX_REFS];
   int64_t cur[TL_MAX_OPERANDS];              /* linear block index, -1: none */
   int64_t bi[TL_MAX_OPERANDS][TL_MAX_DIMS];  /* block index */
   uint8_t inplace[TL_MAX_OPERANDS];
+  uint8_t cur_buf[TL_MAX_OPERANDS];          /* which of an operand's buffers holds its block */
+  tl_pending pend[TL_MAX_OPERANDS];          /* the next step's block being staged by tl_stage_pump */
   char *arena;
   tl_wstats *ws;
 } tl_wstate;
@@ -158,24 +173,58 @@ static void tl_unstage_to_tiled(const tl_operand *o, const int64_t *bi, const in
   }
 }
 
+/* Bytes of staging left from cursor c (destination bytes, padding included). */
+static int64_t tl_stage_left(const tl_operand *o, const tl_stage_cursor *c) {
+  const int64_t slab = tl_slab_elems(o) * (int64_t)o->esize, nslab = tl_slabs(o);
+  if (c->slab >= nslab) return 0;
+  tl_rc rc = tl_rc_of(o, o->block, o->t.stride);
+  int64_t rows = o->spec.layout.tiled ? TL_CDIV(rc.brows, o->spec.layout.tile_r) * o->spec.layout.tile_r : rc.brows;
+  return (nslab - c->slab) * slab - (rows ? c->row * (slab / rows) : 0);
+}
+
+/* Packs block bi (valid extent) of a row-major tensor into buf from cursor c, about `budget`
+ * destination bytes (at least one row, or one tile row when tiled); returns the bytes packed.
+ * pad NULL leaves the padding alone. The block is complete when c->slab reaches the slab count. */
+static int64_t tl_stage_some(const tl_operand *o, const int64_t *bi, const int64_t *valid, char *buf, const void *pad,
+                             tl_stage_cursor *c, int64_t budget) {
+  const int64_t es = (int64_t)o->esize, slab = tl_slab_elems(o) * es, nslab = tl_slabs(o);
+  const tl_layout l = o->spec.layout;
+  tl_rc rc = tl_rc_of(o, valid, o->t.stride);
+  const int64_t granule = l.tiled ? l.tile_r : 1;
+  const int64_t rows_total = l.tiled ? TL_CDIV(rc.brows, l.tile_r) * l.tile_r : rc.brows;
+  const int64_t row_bytes = rows_total ? slab / rows_total : 0;
+  tl_pack_job j = {.src_rs = rc.rs, .src_cs = rc.cs, .dst_cols = rc.bcols, .layout = l, .esize = o->esize, .pad = pad};
+  int64_t done = 0;
+  while (c->slab < nslab && (done == 0 || done < budget)) {
+    if (c->row >= rows_total) {
+      c->slab++, c->row = 0;
+      continue;
+    }
+    int64_t n = row_bytes ? (budget - done) / row_bytes / granule * granule : rows_total;
+    n = TL_MIN(TL_MAX(n, granule), rows_total - c->row);
+    int64_t off = tl_slab_src(o, bi, valid, c->slab);
+    int64_t vr = off >= 0 ? TL_MIN(TL_MAX(rc.rows - c->row, 0), n) : 0;
+    j.dst = buf + c->slab * slab + c->row * row_bytes;
+    j.src = vr ? (const char *)o->t.data + (off + c->row * rc.rs) * es : NULL;
+    j.rows = vr;
+    j.cols = vr ? rc.cols : 0;
+    j.dst_rows = n;
+    o->pack(&j);
+    done += n * row_bytes;
+    c->row += n;
+    if (c->row >= rows_total) c->slab++, c->row = 0;
+  }
+  return done;
+}
+
 /* Packs block bi (valid extent) of operand o into buf; pad NULL leaves the padding alone. */
 static void tl_stage_block(const tl_operand *o, const int64_t *bi, const int64_t *valid, char *buf, const void *pad) {
   if (o->t.layout.tiled) {
     tl_stage_from_tiled(o, bi, valid, buf, pad ? pad : o->pad);
     return;
   }
-  const int64_t slab = tl_slab_elems(o) * (int64_t)o->esize, nslab = tl_slabs(o);
-  tl_rc rc = tl_rc_of(o, valid, o->t.stride);
-  tl_pack_job j = {.src_rs = rc.rs, .src_cs = rc.cs, .dst_rows = rc.brows, .dst_cols = rc.bcols,
-                   .layout = o->spec.layout, .esize = o->esize, .pad = pad};
-  for (int64_t s = 0; s < nslab; s++) {
-    int64_t off = tl_slab_src(o, bi, valid, s);
-    j.dst = buf + s * slab;
-    j.src = off >= 0 ? (const char *)o->t.data + off * (int64_t)o->esize : NULL;
-    j.rows = off >= 0 ? rc.rows : 0;
-    j.cols = off >= 0 ? rc.cols : 0;
-    o->pack(&j);
-  }
+  tl_stage_cursor c = {0, 0};
+  tl_stage_some(o, bi, valid, buf, pad, &c, INT64_MAX);
 }
 
 /* Writes the valid region of a staged block back to the tensor. */
@@ -299,20 +348,65 @@ static void tl_enter(tl_wstate *st, const tl_plan *pl, int i, int64_t lin) {
     if (o->is_out && o->spec.out == TL_OUT_ACCUM_ZERO && first) tl_zero_inplace(o, r);
     return;
   }
-  char *buf = st->arena + o->buf_off;
+  tl_pending *pd = &st->pend[i];
+  const int pumped = pd->active && pd->lin == lin; /* tl_stage_pump began it in the other buffer */
+  if (pumped) st->cur_buf[i] ^= 1;
+  pd->active = 0;
+  char *buf = st->arena + o->buf_off + st->cur_buf[i] * o->buf_bytes;
   r->data = buf;
   if (!o->spec.layout.tiled) {
     int64_t s = 1;
     for (int d = nd - 1; d >= 0; d--) r->stride[d] = s, s *= o->block[d];
   }
-  if (reads) {
-    tl_stage_block(o, bi, r->valid, buf, pl->interpret && o->spec.pad_any ? o->poison_pad : o->pad);
+  const void *pad = pl->interpret && o->spec.pad_any ? o->poison_pad : o->pad;
+  if (pumped) {
+    tl_stage_some(o, bi, r->valid, buf, pad, &pd->c, INT64_MAX); /* the rest */
+  } else if (reads) {
+    tl_stage_block(o, bi, r->valid, buf, pad);
   } else if (o->spec.out == TL_OUT_ACCUM_ZERO) {
     memset(buf, 0, (size_t)(tl_block_elems(nd, o->block, o->spec.layout) * (int64_t)o->esize));
   } else if (pl->interpret) { /* TL_OUT_WRITE: poison, checked at write-back */
     int64_t n = tl_block_elems(nd, o->block, o->spec.layout);
     for (int64_t e = 0; e < n; e++) memcpy(buf + e * (int64_t)o->esize, o->poison, o->esize);
   }
+}
+
+/* Marks the next step's blocks of double-buffered inputs as pending, for tl_stage_pump. */
+static void tl_pump_prepare(tl_wstate *st, const tl_plan *pl, const int64_t *gnext) {
+  for (int q = 0; q < pl->n_pump; q++) {
+    const int i = pl->pump_ops[q];
+    const tl_operand *o = &pl->op[i];
+    tl_pending *pd = &st->pend[i];
+    int64_t lin = 0;
+    for (int d = 0; d < o->t.ndim; d++) pd->bi[d] = tl_map_eval(&o->map.e[d], gnext), lin = lin * o->nblk[d] + pd->bi[d];
+    int full = 1;
+    for (int d = 0; d < o->t.ndim; d++) {
+      pd->valid[d] = TL_MIN(o->block[d], o->t.shape[d] - pd->bi[d] * o->block[d]);
+      full &= pd->valid[d] == o->block[d];
+    }
+    const int staged = o->spec.stage == TL_STAGE_ALWAYS || !full || o->spec.layout.tiled;
+    pd->active = staged && lin != st->cur[i];
+    pd->lin = lin;
+    pd->c = (tl_stage_cursor){0, 0};
+  }
+}
+
+int64_t tl_stage_pump(const tl_prog *p, int64_t bytes) {
+  if (!p) return 0;
+  tl_wstate *st = (tl_wstate *)p; /* p is the first member of the worker's state */
+  const tl_plan *pl = p->plan;
+  int64_t left = 0;
+  for (int q = 0; q < pl->n_pump; q++) {
+    const int i = pl->pump_ops[q];
+    const tl_operand *o = &pl->op[i];
+    tl_pending *pd = &st->pend[i];
+    if (!pd->active) continue;
+    char *buf = st->arena + o->buf_off + (st->cur_buf[i] ^ 1) * o->buf_bytes;
+    if (bytes > 0)
+      bytes -= tl_stage_some(o, pd->bi, pd->valid, buf, pl->interpret && o->spec.pad_any ? o->poison_pad : o->pad, &pd->c, bytes);
+    left += tl_stage_left(o, &pd->c);
+  }
+  return left;
 }
 
 /* Software prefetch of the next step's input blocks (opt-in per blockspec). */
@@ -344,7 +438,7 @@ static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64
 static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws, int worker, int depth) {
   const tl_plan *pl = run->plan;
   tl_wstate st;
-  memset(&st, 0, offsetof(tl_wstate, refs));
+  memset(&st, 0, sizeof st);
   st.prog.plan = pl;
   st.prog.run = run;
   st.prog.worker = worker;
@@ -416,14 +510,15 @@ static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws
       st.prog.first[i - pl->n_in] = done == 0;
       st.prog.last[i - pl->n_in] = done + 1 == o->visits[lin];
     }
-    if (pl->any_prefetch && step + 1 < s1) {
+    if ((pl->any_prefetch || pl->n_pump) && step + 1 < s1) {
       int64_t gn[TL_MAX_DIMS];
       memcpy(gn, g, sizeof gn);
       for (int a = nd - 1; a >= 0; a--) {
         if (++gn[a] < pl->k.grid[a]) break;
         gn[a] = 0;
       }
-      tl_prefetch_next(&st, pl, gn);
+      if (pl->any_prefetch) tl_prefetch_next(&st, pl, gn);
+      if (pl->n_pump) tl_pump_prepare(&st, pl, gn);
     }
     body(&st.prog, st.refs, user);
     st.ws->steps++;

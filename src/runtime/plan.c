@@ -478,7 +478,11 @@ tl_status tl_plan_build(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, co
     s = tl_err(err, errn, TL_ERR_NOMEM, "kernel '%s': out of memory", name);
     goto out;
   }
-  for (int i = 0; i < pl->nops; i++) pl->any_prefetch |= pl->op[i].spec.prefetch && !pl->op[i].is_out;
+  for (int i = 0; i < pl->n_in; i++) {
+    const tl_operand *o = &pl->op[i];
+    pl->any_prefetch |= o->spec.prefetch;
+    if (o->nbuf == 2 && !o->t.layout.tiled && o->spec.stage != TL_STAGE_NEVER && o->shared_by < 0) pl->pump_ops[pl->n_pump++] = i;
+  }
 out:
   if (s != TL_OK) {
     for (int i = 0; i < TL_MAX_OPERANDS; i++) {

@@ -95,6 +95,7 @@ struct tl_plan {
   tl_wstats *wstats;           /* per worker, counted during a run */
   char *strings;               /* copies of the map strings */
   int any_prefetch;
+  int n_pump, pump_ops[TL_MAX_OPERANDS]; /* double-buffered inputs tl_stage_pump can fill */
   int nested;                  /* made by tl_pipeline_run: serial, not in the context's list */
   char *err;                   /* where messages go */
   size_t errn;
