@@ -41,6 +41,19 @@ static void scale_body(const tl_prog *p, tl_ref *refs, void *user) {
   (void)p;
 }
 
+/* The same, staging the next step's block row by row between rows of work (buffers = 2). */
+static void scale_pump_body(const tl_prog *p, tl_ref *refs, void *user) {
+  tl_ref *x = &refs[0], *y = &refs[1];
+  const float a = *(const float *)user;
+  const int64_t row_bytes = x->shape[1] * 4;
+  for (int64_t r = 0; r < y->valid[0]; r++) {
+    const float *xs = (const float *)x->data + r * x->stride[0];
+    float *ys = (float *)y->data + r * y->stride[0];
+    for (int64_t c = 0; c < y->valid[1]; c++) ys[c] = a * xs[c];
+    if ((r & 7) == 7) tl_stage_pump(p, 8 * row_bytes);
+  }
+}
+
 typedef struct loop_arg { float *x; int64_t lo, hi; float a; } loop_arg;
 static void *loop_thread(void *arg) {
   loop_arg *l = arg;
@@ -125,44 +138,45 @@ int main(int argc, char **argv) {
     int64_t shape[2] = {rows, cols};
     tl_tensor t = tl_tensor_make(x, TL_F32, 2, shape);
     tl_blockspec in_place = {.ndim = 2, .block = {brows, 0}, .map = "i -> i, 0"};
-    tl_blockspec staged = in_place;
-    staged.stage = TL_STAGE_ALWAYS;
+    tl_blockspec staged = in_place, pumped = in_place;
+    staged.stage = pumped.stage = TL_STAGE_ALWAYS;
+    pumped.buffers = 2;
     tl_kernel k = {.name = "scale", .body = scale_body, .user = &a, .grid_ndim = 1, .grid = {(rows + brows - 1) / brows},
                    .sem = {TL_PARALLEL}, .n_in = 1, .in = &in_place, .n_out = 1, .out = &in_place};
-    tl_kernel ks = k;
-    ks.in = ks.out = &staged;
-    tl_plan *pi, *ps;
-    if (tl_plan_new(ctx, &k, &t, &t, &pi) != TL_OK || tl_plan_new(ctx, &ks, &t, &t, &ps) != TL_OK) {
-      fprintf(stderr, "%s\n", tl_ctx_error(ctx));
-      return 1;
-    }
-    double tc[1000], ti[1000], tsd[1000];
-    tl_plan_run(pi, &t, &t); /* warm-up: pages touched, arenas grown */
-    tl_plan_run(ps, &t, &t);
+    enum { V = 4 };
+    const char *names[V] = {"plain C loop", "tilec, blocks in place", "tilec, staging forced", "tilec, staging forced + pump"};
+    tl_kernel kv[V] = {k, k, k, k};
+    kv[2].in = kv[2].out = &staged;
+    kv[3].in = kv[3].out = &pumped;
+    kv[3].body = scale_pump_body;
+    tl_plan *plans[V] = {0};
+    for (int v = 1; v < V; v++)
+      if (tl_plan_new(ctx, &kv[v], &t, &t, &plans[v]) != TL_OK) {
+        fprintf(stderr, "%s\n", tl_ctx_error(ctx));
+        return 1;
+      }
+    static double tm[V][1000];
+    for (int v = 1; v < V; v++) tl_plan_run(plans[v], &t, &t); /* warm-up: arenas grown */
     plain_scale(x, n, a, threads);
-    for (int r = 0; r < rounds; r++) {
-      double s = now_s();
-      plain_scale(x, n, a, threads);
-      tc[r] = now_s() - s;
-      s = now_s();
-      tl_plan_run(pi, &t, &t);
-      ti[r] = now_s() - s;
-      s = now_s();
-      tl_plan_run(ps, &t, &t);
-      tsd[r] = now_s() - s;
-    }
+    for (int r = 0; r < rounds; r++) /* interleaved, round by round */
+      for (int v = 0; v < V; v++) {
+        double s = now_s();
+        if (v == 0) plain_scale(x, n, a, threads);
+        else tl_plan_run(plans[v], &t, &t);
+        tm[v][r] = now_s() - s;
+      }
     double bytes = 2.0 * n * 4;
-    double mn[3] = {1e9, 1e9, 1e9}, mx[3] = {0, 0, 0};
-    double *arr[3] = {tc, ti, tsd};
-    for (int j = 0; j < 3; j++)
-      for (int r = 0; r < rounds; r++) mn[j] = arr[j][r] < mn[j] ? arr[j][r] : mn[j], mx[j] = arr[j][r] > mx[j] ? arr[j][r] : mx[j];
-    double mc = median(tc, rounds), mi = median(ti, rounds), ms = median(tsd, rounds);
-    printf("scale x *= a over %lld MiB f32 (read + write %.1f GB per run):\n", (long long)mib, bytes / 1e9);
-    printf("  plain C loop (%d threads)      %8.2f ms [%.2f, %.2f]  %6.1f GB/s\n", threads, mc * 1e3, mn[0] * 1e3, mx[0] * 1e3, bytes / mc / 1e9);
-    printf("  tilec, blocks in place         %8.2f ms [%.2f, %.2f]  %6.1f GB/s  ratio %.3f\n", mi * 1e3, mn[1] * 1e3, mx[1] * 1e3,
-           bytes / mi / 1e9, mc / mi);
-    printf("  tilec, staging forced          %8.2f ms [%.2f, %.2f]  %6.1f GB/s  ratio %.3f\n", ms * 1e3, mn[2] * 1e3, mx[2] * 1e3,
-           bytes / ms / 1e9, mc / ms);
+    printf("scale x *= a over %lld MiB f32 in blocks of %d x %lld (read + write %.1f GB per run):\n", (long long)mib, brows,
+           (long long)cols, bytes / 1e9);
+    double base = 0;
+    for (int v = 0; v < V; v++) {
+      double mn = 1e9, mx = 0;
+      for (int r = 0; r < rounds; r++) mn = tm[v][r] < mn ? tm[v][r] : mn, mx = tm[v][r] > mx ? tm[v][r] : mx;
+      double md = median(tm[v], rounds);
+      if (v == 0) base = md;
+      printf("  %-30s %8.2f ms [%.2f, %.2f]  %6.1f GB/s  ratio %.3f\n", names[v], md * 1e3, mn * 1e3, mx * 1e3, bytes / md / 1e9,
+             base / md);
+    }
     free(x);
   }
   tl_ctx_free(ctx);

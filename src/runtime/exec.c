@@ -352,7 +352,7 @@ static void tl_enter(tl_wstate *st, const tl_plan *pl, int i, int64_t lin) {
   const int pumped = pd->active && pd->lin == lin; /* tl_stage_pump began it in the other buffer */
   if (pumped) st->cur_buf[i] ^= 1;
   pd->active = 0;
-  char *buf = st->arena + o->buf_off + st->cur_buf[i] * o->buf_bytes;
+  char *buf = st->arena + o->buf_off + o->buf_shift + st->cur_buf[i] * o->buf_bytes;
   r->data = buf;
   if (!o->spec.layout.tiled) {
     int64_t s = 1;
@@ -401,7 +401,7 @@ int64_t tl_stage_pump(const tl_prog *p, int64_t bytes) {
     const tl_operand *o = &pl->op[i];
     tl_pending *pd = &st->pend[i];
     if (!pd->active) continue;
-    char *buf = st->arena + o->buf_off + (st->cur_buf[i] ^ 1) * o->buf_bytes;
+    char *buf = st->arena + o->buf_off + o->buf_shift + (st->cur_buf[i] ^ 1) * o->buf_bytes;
     if (bytes > 0)
       bytes -= tl_stage_some(o, pd->bi, pd->valid, buf, pl->interpret && o->spec.pad_any ? o->poison_pad : o->pad, &pd->c, bytes);
     left += tl_stage_left(o, &pd->c);
@@ -581,6 +581,17 @@ static tl_status tl_plan_check_run(tl_plan *pl, const tl_tensor *in, const tl_te
   return TL_OK;
 }
 
+/* Points the plan's operands at this run's tensors and places each staging buffer half a page
+ * from its tensor modulo 4 KiB (arenas are page-aligned). */
+static void tl_plan_bind(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
+  for (int i = 0; i < pl->nops; i++) {
+    tl_operand *o = &pl->op[i];
+    o->t.data = i < pl->n_in ? in[i].data : out[i - pl->n_in].data;
+    if (o->buf_off >= 0)
+      o->buf_shift = (int64_t)(((uintptr_t)o->t.data + 2048 - (uintptr_t)o->buf_off) & 4095) & ~(int64_t)(TL_BUF_ALIGN - 1);
+  }
+}
+
 tl_status tl_plan_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
   if (!pl) return tl_fail_tls(TL_ERR_INVALID, "tl_plan_run: plan is NULL");
   tl_ctx *ctx = pl->ctx;
@@ -598,7 +609,7 @@ tl_status tl_plan_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
     ctx->worker_mem[w] = m;
     ctx->worker_mem_bytes[w] = (size_t)pl->arena_bytes;
   }
-  for (int i = 0; i < pl->nops; i++) pl->op[i].t.data = i < pl->n_in ? in[i].data : out[i - pl->n_in].data;
+  tl_plan_bind(pl, in, out);
   memset(&pl->stats, 0, sizeof pl->stats);
   if (pl->empty) {
     tl_ctx_ok(ctx);
@@ -673,6 +684,7 @@ tl_status tl_pipeline_run(const tl_prog *p, const tl_kernel *inner, tl_ref *refs
     ctx->nest_mem[slot] = m;
     ctx->nest_mem_bytes[slot] = (size_t)pl->arena_bytes;
   }
+  tl_plan_bind(pl, t, t + inner->n_in);
   if (!pl->empty) {
     tl_run run = {.plan = pl};
     atomic_init(&run.failed, 0);

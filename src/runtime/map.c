@@ -124,7 +124,7 @@ static tl_status tl_map_term_parse(tl_map_parser *mp, tl_map_expr *e, int64_t si
   size_t at = mp->pos;
   tl_status s;
   if (tl_map_is_digit(c)) {
-    int64_t n;
+    int64_t n = 0;
     if ((s = tl_map_int(mp, &n)) != TL_OK) return s;
     if (tl_map_peek(mp) != '*') {
       if (tl_add_ovf(e->konst, sign * n, &e->konst))
@@ -151,7 +151,7 @@ static tl_status tl_map_term_parse(tl_map_parser *mp, tl_map_expr *e, int64_t si
   size_t nat = mp->pos;
   if (op == '/' && mp->src[nat] == '-') return tl_map_fail(mp, nat, "divisor must be positive");
   if (!tl_map_is_digit(mp->src[nat])) return tl_map_fail(mp, nat, "expected an integer after '%c'", op);
-  int64_t n;
+  int64_t n = 0;
   if ((s = tl_map_int(mp, &n)) != TL_OK) return s;
   if (op == '/') {
     if (n == 0) return tl_map_fail(mp, nat, "division by zero");

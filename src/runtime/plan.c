@@ -235,7 +235,7 @@ static tl_status tl_plan_budget(tl_plan *pl) {
       continue;
     }
     o->buf_off = off;
-    off += o->buf_bytes * o->nbuf;
+    off += o->buf_bytes * o->nbuf + TL_ALIAS_SLACK; /* room to place the buffers off the source's 4K alias */
     used[o->spec.level] += b * o->nbuf;
     if (b * o->nbuf > big_bytes && o->spec.level == TL_L2) big = i, big_bytes = b * o->nbuf;
   }
@@ -481,7 +481,7 @@ tl_status tl_plan_build(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, co
   for (int i = 0; i < pl->n_in; i++) {
     const tl_operand *o = &pl->op[i];
     pl->any_prefetch |= o->spec.prefetch;
-    if (o->nbuf == 2 && !o->t.layout.tiled && o->spec.stage != TL_STAGE_NEVER && o->shared_by < 0) pl->pump_ops[pl->n_pump++] = i;
+    if (o->nbuf == 2 && !o->t.layout.tiled && o->spec.stage != TL_STAGE_NEVER) pl->pump_ops[pl->n_pump++] = i;
   }
 out:
   if (s != TL_OK) {

@@ -7,6 +7,10 @@
 
 #define TL_MAX_REFS (2 * TL_MAX_OPERANDS) /* operands + scratch */
 #define TL_BUF_ALIGN 64
+/* Staging buffers are placed half a page away from their tensor modulo 4 KiB: a copy whose source
+ * and destination share their low 12 address bits stalls on 4K aliasing (measured: copies ran at
+ * about half speed). Each operand's arena region has this much slack for the shift. */
+#define TL_ALIAS_SLACK 4096
 
 /* ---- staging (stage.c) ---- */
 
@@ -62,6 +66,7 @@ typedef struct tl_operand {
   int64_t nblocks;
   int64_t buf_bytes;           /* one staged block, rounded up to TL_BUF_ALIGN */
   int64_t buf_off;             /* offset of its buffers in the worker arena (-1: none) */
+  int64_t buf_shift;           /* set per run: 0..4032, moves the buffers off the tensor's 4K alias */
   int nbuf;                    /* buffers (>= 1) */
   int shares;                  /* output: index of the input whose buffer it shares, else -1 */
   int shared_by;               /* input: index of the output sharing it, else -1 */
