@@ -138,14 +138,17 @@ int main(int argc, char **argv) {
     int64_t shape[2] = {rows, cols};
     tl_tensor t = tl_tensor_make(x, TL_F32, 2, shape);
     tl_blockspec in_place = {.ndim = 2, .block = {brows, 0}, .map = "i -> i, 0"};
-    tl_blockspec staged = in_place, pumped = in_place;
-    staged.stage = pumped.stage = TL_STAGE_ALWAYS;
+    tl_blockspec staged = in_place, pumped = in_place, prefetched = in_place;
+    staged.stage = pumped.stage = prefetched.stage = TL_STAGE_ALWAYS;
     pumped.buffers = 2;
+    prefetched.prefetch = 1;
     tl_kernel k = {.name = "scale", .body = scale_body, .user = &a, .grid_ndim = 1, .grid = {(rows + brows - 1) / brows},
                    .sem = {TL_PARALLEL}, .n_in = 1, .in = &in_place, .n_out = 1, .out = &in_place};
-    enum { V = 4 };
-    const char *names[V] = {"plain C loop", "tilec, blocks in place", "tilec, staging forced", "tilec, staging forced + pump"};
-    tl_kernel kv[V] = {k, k, k, k};
+    enum { V = 5 };
+    const char *names[V] = {"plain C loop", "tilec, blocks in place", "tilec, staging forced", "tilec, staging forced + pump",
+                            "tilec, staging forced + prefetch"};
+    tl_kernel kv[V] = {k, k, k, k, k};
+    kv[4].in = &prefetched, kv[4].out = &staged;
     kv[2].in = kv[2].out = &staged;
     kv[3].in = kv[3].out = &pumped;
     kv[3].body = scale_pump_body;
