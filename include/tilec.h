@@ -304,5 +304,7 @@ TL_API tl_status tl_ctx_info_get(const tl_ctx *ctx, tl_ctx_info *out);
 #include "tilec_kernel.h"
 #include "tilec_tile.h"
 #include "tilec_ops.h"
+#include "tilec_roofline.h"
+#include "tilec_bench.h"
 
 #endif /* TILEC_H */

@@ -1,0 +1,51 @@
+/* tilec_bench.h — timing the way DESIGN.md §6 asks: warm up by time, repeat until the median is
+ * stable, report median with min and max; run several candidates interleaved round by round (the
+ * clock drifts between 3.3 and 4 GHz with the unit in use); cold runs rotate inputs across
+ * buffers larger than the measured last-level cache, warm runs say they are warm. */
+#ifndef TILEC_BENCH_H
+#define TILEC_BENCH_H
+
+#include "tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One timed call. rep counts calls (warm-up included); cold benchmarks use it to pick the input
+ * copy (rep % copies). Return nonzero to stop the benchmark (an error). */
+typedef int (*tl_bench_fn)(void *arg, int64_t rep);
+
+typedef struct tl_bench_case {
+  const char *name;     /* "tilec", "openblas", ... */
+  tl_bench_fn fn;
+  void *arg;
+} tl_bench_case;
+
+typedef struct tl_bench_opts {
+  double warmup_s;      /* 0: 0.05 s of calls before timing (per case) */
+  double min_time_s;    /* 0: 0.3 s of timed calls per case at least */
+  double max_time_s;    /* 0: 3 s per case at most */
+  int min_reps;         /* 0: 5 */
+  int max_reps;         /* 0: 1000 */
+  double stable;        /* stop once the median moved less than this between rounds; 0: 0.01 */
+} tl_bench_opts;
+
+typedef struct tl_bench_result {
+  double median_s, min_s, max_s;
+  int reps;
+  int failed;           /* the function returned nonzero */
+} tl_bench_result;
+
+/* Times n cases interleaved: each round calls every case once, in order, until each has had
+ * min_reps calls and min_time_s, the medians are stable or max_time_s / max_reps is reached.
+ * opts may be NULL. out[i] receives case i's result. */
+TL_API tl_status tl_bench_run(const tl_bench_opts *opts, int n, const tl_bench_case *cases, tl_bench_result *out);
+
+/* Monotonic time in seconds. */
+TL_API double tl_bench_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TILEC_BENCH_H */

@@ -1,0 +1,52 @@
+/* kernels_impl.h — the registry of tilec's kernels, for the tools (`tilec roofline`, `explain`,
+ * `bench`, later `tune`): each entry builds a ready-to-run instance of its kernel for a shape,
+ * with tensors over buffers it owns, filled with random data, and can check a run's result
+ * against a float64 reference. Ready-made operations (tl_matmul, tl_softmax...) add entries as
+ * they land. */
+#ifndef TL_KERNELS_IMPL_H
+#define TL_KERNELS_IMPL_H
+
+#include "../runtime/runtime_impl.h"
+
+#define TL_KCASE_MAX_BUFS 8
+
+/* A kernel instance: the kernel, its blockspecs and tensors over owned buffers. */
+typedef struct tl_kcase {
+  char name[48];
+  char shape[64];                      /* as given, normalised ("1024x1024") */
+  tl_kernel k;                         /* in/out/scratch point into this struct */
+  tl_blockspec specs[TL_MAX_OPERANDS]; /* inputs, then outputs */
+  tl_scratch scratch[4];
+  tl_tensor in[TL_MAX_OPERANDS], out[TL_MAX_OPERANDS];
+  tl_dtype dtype;                      /* dtype of the math (picks the roofline's unit) */
+  void *bufs[TL_KCASE_MAX_BUFS];       /* owned (tl_aligned_free) */
+  void *user;                          /* owned body data (tl_free_mem), may be NULL */
+  const struct tl_kernel_desc *desc;
+} tl_kcase;
+
+typedef struct tl_kernel_desc {
+  const char *name;          /* "scale" */
+  const char *summary;       /* one line */
+  const char *shape_syntax;  /* "ROWSxCOLS" */
+  const char *shapes;        /* representative shapes for `tilec roofline`, separated by spaces */
+  /* Builds an instance for shape (NULL: the first representative shape) on ctx's machine
+   * (block sizes may depend on the budgets). Bad shapes: TL_ERR_INVALID / TL_ERR_SHAPE with a
+   * message in err. */
+  tl_status (*make)(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *err, size_t errn);
+  /* Relative error ||out - ref|| / ||ref|| of the last run against a float64 reference. */
+  double (*check)(const tl_kcase *kc);
+  double tolerance;          /* check() above this is a wrong result */
+} tl_kernel_desc;
+
+/* The kernel named name, or NULL. */
+const tl_kernel_desc *tl_kernel_find(const char *name);
+/* Entry i of the registry, NULL past the end. */
+const tl_kernel_desc *tl_kernel_at(int i);
+/* Frees what an instance owns (the struct itself is the caller's). NULL is a no-op. */
+void tl_kcase_free(tl_kcase *kc);
+/* Parses "AxBxC" into up to max positive sizes; returns the count, or -1 with a message. */
+int tl_shape_parse(const char *s, int64_t *dims, int max, char *err, size_t errn);
+/* Total bytes of each operand's tensor (inputs, then outputs) into bytes[]; returns the count. */
+int tl_kcase_tensor_bytes(const tl_kcase *kc, int64_t *bytes);
+
+#endif /* TL_KERNELS_IMPL_H */
