@@ -49,4 +49,9 @@ int tl_shape_parse(const char *s, int64_t *dims, int max, char *err, size_t errn
 /* Total bytes of each operand's tensor (inputs, then outputs) into bytes[]; returns the count. */
 int tl_kcase_tensor_bytes(const tl_kcase *kc, int64_t *bytes);
 
+
+
+/* Allocates buffer slot `slot` of kc with n random f32 values in [lo, hi) (deterministic from
+ * seed); NULL when out of memory. */
+float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double hi, uint64_t seed);
 #endif /* TL_KERNELS_IMPL_H */
