@@ -22,9 +22,11 @@ debug: deps
 	@$(CMAKE) -S . -B build/debug -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@$(CMAKE) --build build/debug -j $(JOBS)
 
-# The main job.
+# The main job: the roofline table, roofline.csv and roofline.png (gnuplot is installed when
+# possible; without it the CSV is still written).
 run: release
-	@build/release/tilec info
+	@scripts/deps.sh plot || echo "make run: gnuplot unavailable: the plot will be skipped" >&2
+	@build/release/tilec roofline
 
 test: release
 	@cd build/release && ctest --output-on-failure -j $(JOBS)

@@ -2,7 +2,7 @@
 # Installs the Debian packages the build needs when they are missing (only as root; otherwise it
 # says what to install). Usage: scripts/deps.sh [build|plot|peers]...
 set -u
-want=(cmake gcc make libdlpack-dev libsqlite3-dev)
+want=(cmake gcc make pkg-config libdlpack-dev libsqlite3-dev)
 for extra in "$@"; do
   case "$extra" in
     build) ;;

@@ -547,3 +547,8 @@ tl_status tl_call(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl
   tl_plan_free(pl);
   return s;
 }
+
+int tl_plan_tensor_bytes(const tl_plan *pl, int64_t *bytes) {
+  for (int i = 0; i < pl->nops; i++) bytes[i] = tl_tensor_nbytes(&pl->op[i].t);
+  return pl->nops;
+}

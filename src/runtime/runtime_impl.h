@@ -95,6 +95,10 @@ int tl_map_expr_uses(const tl_map_expr *e, int axis);
 
 
 
+/* Bytes each operand's tensor spans (tl_tensor_nbytes of the tensors given at tl_plan_new;
+ * inputs, then outputs) into bytes[TL_MAX_OPERANDS]; returns the operand count. */
+int tl_plan_tensor_bytes(const tl_plan *pl, int64_t *bytes);
+
 /* ---- the running program (exec.c) ---- */
 /* The program whose body runs on this thread, or NULL outside a body (tile ops report misuse
  * through it). */
