@@ -33,8 +33,9 @@ TL_API int64_t tl_num_programs(const tl_prog *p, int axis);
 /* 1 when this step is the first to touch output `out_index`'s current block (initialise it), 0
  * otherwise, -1 for an out_index that does not name an output. */
 TL_API int tl_first_visit(const tl_prog *p, int out_index);
-/* 1 when this step is the last of the consecutive run of steps on output `out_index`'s current
- * block before it is written back (finalise it), 0 otherwise, -1 for a bad out_index. */
+/* 1 when this step is the last step of the whole grid to touch output `out_index`'s current
+ * block (finalise it: apply an epilogue), 0 otherwise, -1 for a bad out_index. With accumulating
+ * outputs revisited non-consecutively, earlier visits that end in a write-back return 0. */
 TL_API int tl_last_visit(const tl_prog *p, int out_index);
 /* Worker (thread) running this step, 0..threads-1. */
 TL_API int tl_worker_id(const tl_prog *p);

@@ -243,15 +243,17 @@ static void tl_unstage_block(const tl_operand *o, const int64_t *bi, const int64
   }
 }
 
-/* Zeroes the valid region of an in-place block (accumulating outputs, first visit). */
+/* Zeroes the valid region of an in-place block (accumulating outputs, first visit), row-major
+ * (strided) or tiled. */
 static void tl_zero_inplace(const tl_operand *o, const tl_ref *r) {
   const int nd = o->t.ndim;
+  tl_tensor blk = {.data = r->data, .dtype = r->dtype, .ndim = nd, .layout = r->layout};
+  memcpy(blk.shape, r->shape, sizeof blk.shape);
+  memcpy(blk.stride, r->stride, sizeof blk.stride);
   int64_t idx[TL_MAX_DIMS] = {0}, n = 1;
   for (int d = 0; d < nd; d++) n *= r->valid[d];
   for (int64_t e = 0; e < n; e++) {
-    int64_t off = 0;
-    for (int d = 0; d < nd; d++) off += idx[d] * r->stride[d];
-    memset((char *)r->data + off * (int64_t)o->esize, 0, o->esize);
+    memset(tl_tensor_at(&blk, idx), 0, o->esize);
     for (int d = nd - 1; d >= 0; d--) {
       if (++idx[d] < r->valid[d]) break;
       idx[d] = 0;
@@ -336,7 +338,10 @@ static void tl_enter(tl_wstate *st, const tl_plan *pl, int i, int64_t lin) {
   if (reads) st->ws->bytes_read += tl_valid_bytes(o, r->valid);
   if (inplace) {
     int64_t off = 0;
-    if (o->t.layout.tiled) {
+    if (o->t.layout.tiled && nd == 2) { /* whole tile rows: tile row bi[0]*block[0]/tile_r */
+      const tl_layout l = o->t.layout;
+      off = bi[0] * o->block[0] / l.tile_r * TL_CDIV(o->t.shape[1], l.tile_c) * l.tile_r * l.tile_c;
+    } else if (o->t.layout.tiled) { /* whole matrices: leading index bi[0]*block[0] */
       int64_t lead = 0, slab = tl_slab_elems(o);
       for (int d = 0; d < nd - 2; d++) lead = lead * o->t.shape[d] + bi[d] * o->block[d];
       off = lead * slab;
@@ -538,6 +543,13 @@ static void tl_exec_worker(void *arg, int w, int nw) {
   tl_exec_chunk(run, w, nw, run->plan->ctx->worker_mem[w], &run->plan->wstats[w], w, 0);
 }
 
+/* "[3, 4]" */
+static void tl_fmt_dims(char *buf, size_t n, int ndim, const int64_t *v) {
+  size_t u = (size_t)snprintf(buf, n, "[");
+  for (int d = 0; d < ndim && d < TL_MAX_DIMS && u < n; d++) u += (size_t)snprintf(buf + u, n - u, d ? ", %lld" : "%lld", (long long)v[d]);
+  if (u < n) snprintf(buf + u, n - u, "]");
+}
+
 /* Checks that the run's tensors match the plan's and do not alias differently. */
 static tl_status tl_plan_check_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
   for (int i = 0; i < pl->nops; i++) {
@@ -548,11 +560,22 @@ static tl_status tl_plan_check_run(tl_plan *pl, const tl_tensor *in, const tl_te
     if (t->dtype != p->dtype)
       return tl_ctx_fail(pl->ctx, TL_ERR_DTYPE, "tl_plan_run '%s': %s %d is %s, the plan was made for %s", pl->name, kind, num,
                          tl_dtype_name(t->dtype), tl_dtype_name(p->dtype));
-    if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)TL_MAX(0, TL_MIN(t->ndim, TL_MAX_DIMS))))
-      return tl_ctx_fail(pl->ctx, TL_ERR_SHAPE, "tl_plan_run '%s': %s %d has another shape than at tl_plan_new", pl->name, kind, num);
-    if (memcmp(t->stride, p->stride, sizeof(int64_t) * (size_t)t->ndim) || memcmp(&t->layout, &p->layout, sizeof t->layout))
-      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s %d has other strides or another layout than at tl_plan_new",
-                         pl->name, kind, num);
+    char got[96], want[96];
+    if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)TL_MAX(0, TL_MIN(t->ndim, TL_MAX_DIMS)))) {
+      tl_fmt_dims(got, sizeof got, t->ndim, t->shape);
+      tl_fmt_dims(want, sizeof want, p->ndim, p->shape);
+      return tl_ctx_fail(pl->ctx, TL_ERR_SHAPE, "tl_plan_run '%s': %s %d is %s, the plan was made for %s", pl->name, kind, num, got,
+                         want);
+    }
+    if (memcmp(t->stride, p->stride, sizeof(int64_t) * (size_t)t->ndim)) {
+      tl_fmt_dims(got, sizeof got, t->ndim, t->stride);
+      tl_fmt_dims(want, sizeof want, p->ndim, p->stride);
+      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s %d has strides %s, the plan was made for %s", pl->name, kind,
+                         num, got, want);
+    }
+    if (memcmp(&t->layout, &p->layout, sizeof t->layout))
+      return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s %d has another layout than at tl_plan_new (tiled %u %ux%u vnni %u)",
+                         pl->name, kind, num, p->layout.tiled, p->layout.tile_r, p->layout.tile_c, p->layout.vnni);
     if (!t->data && tl_tensor_numel(t) > 0)
       return tl_ctx_fail(pl->ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s %d: data is NULL", pl->name, kind, num);
   }
@@ -645,12 +668,16 @@ tl_status tl_pipeline_run(const tl_prog *p, const tl_kernel *inner, tl_ref *refs
   }
   if (!inner || (!refs && inner->n_in + inner->n_out > 0) || inner->n_in < 0 || inner->n_out < 0 ||
       inner->n_in + inner->n_out > TL_MAX_OPERANDS) {
-    snprintf(err, sizeof err, "tl_pipeline_run: %s", !inner ? "inner kernel is NULL" : !refs ? "refs is NULL" : "bad operand counts");
+    if (!inner || !refs)
+      snprintf(err, sizeof err, "tl_pipeline_run: %s is NULL", !inner ? "the inner kernel" : "refs");
+    else
+      snprintf(err, sizeof err, "tl_pipeline_run: inner kernel has %d inputs and %d outputs (0..%d operands)", inner->n_in, inner->n_out,
+               TL_MAX_OPERANDS);
     tl_prog_fail(p, TL_ERR_INVALID, err);
     return TL_ERR_INVALID;
   }
-  /* the outer refs as tensors: row-major refs over their valid extent (never beyond the memory the
-     step owns), tiled refs over their whole block (their addressing depends on it) */
+  /* the outer refs as tensors over their valid extent (never beyond the memory the step owns),
+     except the last two dims of tiled refs, whose whole block the tile addressing depends on */
   tl_tensor t[TL_MAX_OPERANDS];
   for (int i = 0; i < inner->n_in + inner->n_out; i++) {
     const tl_ref *r = &refs[i];
@@ -660,7 +687,7 @@ tl_status tl_pipeline_run(const tl_prog *p, const tl_kernel *inner, tl_ref *refs
     t[i].ndim = r->ndim;
     t[i].layout = r->layout;
     for (int d = 0; d < r->ndim && d < TL_MAX_DIMS; d++) {
-      t[i].shape[d] = r->layout.tiled ? r->shape[d] : r->valid[d];
+      t[i].shape[d] = r->layout.tiled && d >= r->ndim - 2 ? r->shape[d] : r->valid[d];
       t[i].stride[d] = r->layout.tiled ? 0 : r->stride[d];
     }
   }

@@ -68,6 +68,29 @@ static int tl_same_view(const tl_tensor *a, const tl_tensor *b) {
   return 1;
 }
 
+/* 1 when two different indices of a row-major view address the same element (a sufficient test:
+ * with the dims of size > 1 sorted by stride, each stride must exceed the span of the smaller
+ * ones); *d0, *d1 name the offending pair. */
+static int tl_view_self_overlaps(const tl_tensor *t, int *d0, int *d1) {
+  int ord[TL_MAX_DIMS], n = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] > 1) ord[n++] = d;
+  for (int a = 1; a < n; a++) /* insertion sort by stride */
+    for (int b = a; b > 0 && t->stride[ord[b]] < t->stride[ord[b - 1]]; b--) {
+      int x = ord[b];
+      ord[b] = ord[b - 1], ord[b - 1] = x;
+    }
+  int64_t span = 0; /* largest offset reachable with the smaller dims */
+  for (int a = 0; a < n; a++) {
+    if (a > 0 && t->stride[ord[a]] <= span) {
+      *d0 = ord[a], *d1 = ord[a - 1];
+      return 1;
+    }
+    span += (t->shape[ord[a]] - 1) * t->stride[ord[a]];
+  }
+  return 0;
+}
+
 static tl_status tl_check_layout(tl_plan *pl, const tl_layout *l, int ndim, const char *what, int idx) {
   if (!l->tiled) {
     if (l->vnni > 1 || l->tile_r || l->tile_c)
@@ -142,24 +165,32 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
   if (bs->stage == TL_STAGE_NEVER && !t->layout.tiled && bs->layout.tiled)
     return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER, but the blockspec asks for a tiled layout of a row-major tensor",
                        OPA(pl, i));
-  if (o->is_out)
+  if (o->is_out && !t->layout.tiled) {
     for (int d = 0; d < t->ndim; d++)
-      if (t->stride[d] == 0 && t->shape[d] > 1 && !t->layout.tiled)
+      if (t->stride[d] == 0 && t->shape[d] > 1)
         return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": dim %d has stride 0 (outputs cannot broadcast)", OPA(pl, i), d);
+    int d0, d1;
+    if (tl_view_self_overlaps(t, &d0, &d1))
+      return tl_plan_fail(pl, TL_ERR_INVALID,
+                          OPF ": its elements overlap each other (dim %d, stride %lld, and dim %d, stride %lld x size %lld): two steps could write the same element",
+                          OPA(pl, i), d0, (long long)t->stride[d0], d1, (long long)t->stride[d1], (long long)t->shape[d1]);
+  }
   o->nblocks = 1;
   for (int d = 0; d < t->ndim; d++) {
     if (bs->block[d] < 0)
       return tl_plan_fail(pl, TL_ERR_SHAPE, OPF ": block dim %d is %lld", OPA(pl, i), d, (long long)bs->block[d]);
     o->block[d] = bs->block[d] ? bs->block[d] : t->shape[d];
-    o->nblk[d] = t->shape[d] && o->block[d] ? TL_CDIV(t->shape[d], o->block[d]) : 1;
+    o->nblk[d] = t->shape[d] && o->block[d] ? (t->shape[d] - 1) / o->block[d] + 1 : 1;
     if (tl_mul_ovf(o->nblocks, o->nblk[d], &o->nblocks))
       return tl_plan_fail(pl, TL_ERR_SHAPE, OPF ": too many blocks", OPA(pl, i));
   }
-  /* a block of a tiled tensor is contiguous when it spans the last two dims and every leading dim
-     but the first */
+  /* a block of a tiled tensor is contiguous in it when it spans every dim but the first and, for
+     2-D tensors, starts on a tile row (block rows a multiple of tile_r, or the whole dim) */
   o->full_tiled_inplace = t->layout.tiled;
   for (int d = 1; d < t->ndim && o->full_tiled_inplace; d++)
     o->full_tiled_inplace = o->block[d] == t->shape[d];
+  if (o->full_tiled_inplace && t->ndim == 2)
+    o->full_tiled_inplace = o->block[0] >= t->shape[0] || o->block[0] % t->layout.tile_r == 0;
   /* the map */
   if (bs->map) {
     size_t n = strlen(bs->map) + 1;
@@ -170,7 +201,7 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
   s = tl_map_parse(bs->map, pl->k.grid_ndim, t->ndim, &o->map, msg, sizeof msg);
   if (s != TL_OK) return tl_plan_fail(pl, s, OPF ": %s", OPA(pl, i), msg);
   if (t->layout.tiled && bs->stage == TL_STAGE_NEVER && !o->full_tiled_inplace)
-    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER on a tiled tensor needs blocks spanning every dim but the first",
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER on a tiled tensor needs blocks spanning every dim but the first (2-D: starting on tile rows)",
                        OPA(pl, i));
   if (!pl->empty)
     for (int d = 0; d < t->ndim; d++) {
@@ -206,7 +237,7 @@ static tl_status tl_plan_aliasing(tl_plan *pl) {
       if (j == oi) continue;
       tl_operand *x = &pl->op[j];
       if (!tl_spans_overlap(&o->t, &x->t)) continue;
-      if (j < pl->n_in && x->shared_by < 0 && o->shares < 0 && o->spec.out == TL_OUT_WRITE && tl_same_view(&o->t, &x->t) &&
+      if (j < pl->n_in && x->shared_by < 0 && o->shares < 0 && o->spec.out != TL_OUT_ACCUM_ZERO && tl_same_view(&o->t, &x->t) &&
           !memcmp(o->block, x->block, sizeof o->block) && !memcmp(&o->map, &x->map, sizeof o->map) &&
           !memcmp(&o->spec.layout, &x->spec.layout, sizeof o->spec.layout) && o->spec.level == x->spec.level) {
         o->shares = j;
@@ -214,21 +245,35 @@ static tl_status tl_plan_aliasing(tl_plan *pl) {
         continue;
       }
       return tl_plan_fail(pl, TL_ERR_INVALID,
-                         OPF " overlaps %s %d in memory (only an input and a TL_OUT_WRITE output with the same tensor, map, block and layout may share memory)",
+                         OPF " overlaps %s %d in memory (only an input and a TL_OUT_WRITE or TL_OUT_ACCUM_LOAD output with the same tensor, map, block and layout may share memory)",
                          OPA(pl, oi), tl_op_kind(pl, j), tl_op_num(pl, j));
     }
   }
   return TL_OK;
 }
 
-/* Per-worker arena layout and the budgets. */
+/* Bytes of one padded block (shape in layout, dtype dt), or -1 beyond TL_BLOCK_BYTES_CAP. */
+#define TL_BLOCK_BYTES_CAP ((int64_t)1 << 50)
+static int64_t tl_block_bytes(int ndim, const int64_t *shape, tl_layout layout, tl_dtype dt) {
+  int64_t n = tl_block_elems(ndim, shape, layout), b;
+  if (n < 0 || tl_mul_ovf(n, (int64_t)tl_dtype_size(dt), &b) || b > TL_BLOCK_BYTES_CAP) return -1;
+  return b;
+}
+
+/* Per-worker arena layout and the budgets. Sizes are capped at 2^50 bytes each, so the sums
+ * below cannot overflow. */
 static tl_status tl_plan_budget(tl_plan *pl) {
-  int64_t used[2] = {0, 0}, off = 0;
-  int big = -1;
-  int64_t big_bytes = 0;
+  int64_t used[2] = {0, 0}, off = 0, big_bytes[2] = {0, 0};
+  int big[2] = {-1, -1};
+  char shp[96], a[32], bgt[32], bb[32];
   for (int i = 0; i < pl->nops; i++) {
     tl_operand *o = &pl->op[i];
-    int64_t b = tl_block_elems(o->t.ndim, o->block, o->spec.layout) * (int64_t)o->esize;
+    int64_t b = tl_block_bytes(o->t.ndim, o->block, o->spec.layout, o->t.dtype);
+    if (b < 0) {
+      tl_fmt_shape(shp, sizeof shp, o->t.ndim, o->block);
+      return tl_plan_fail(pl, TL_ERR_VMEM, OPF ": block %s %s is larger than any staging budget", OPA(pl, i), shp,
+                          tl_dtype_name(o->t.dtype));
+    }
     o->buf_bytes = TL_CDIV(b, TL_BUF_ALIGN) * TL_BUF_ALIGN;
     if (o->shares >= 0) {
       o->buf_off = -1;
@@ -237,11 +282,16 @@ static tl_status tl_plan_budget(tl_plan *pl) {
     o->buf_off = off;
     off += o->buf_bytes * o->nbuf + TL_ALIAS_SLACK; /* room to place the buffers off the source's 4K alias */
     used[o->spec.level] += b * o->nbuf;
-    if (b * o->nbuf > big_bytes && o->spec.level == TL_L2) big = i, big_bytes = b * o->nbuf;
+    if (b * o->nbuf > big_bytes[o->spec.level]) big[o->spec.level] = i, big_bytes[o->spec.level] = b * o->nbuf;
   }
   for (int i = 0; i < pl->n_scratch; i++) {
     const tl_scratch *sc = &pl->scratch[i];
-    int64_t b = tl_block_elems(sc->ndim, sc->shape, sc->layout) * (int64_t)tl_dtype_size(sc->dtype);
+    int64_t b = tl_block_bytes(sc->ndim, sc->shape, sc->layout, sc->dtype);
+    if (b < 0) {
+      tl_fmt_shape(shp, sizeof shp, sc->ndim, sc->shape);
+      return tl_plan_fail(pl, TL_ERR_VMEM, "scratch %d of kernel '%s': %s %s is larger than any staging budget", i, pl->name, shp,
+                          tl_dtype_name(sc->dtype));
+    }
     pl->scratch_off[i] = off;
     pl->scratch_bytes[i] = b;
     off += TL_CDIV(b, TL_BUF_ALIGN) * TL_BUF_ALIGN;
@@ -251,26 +301,22 @@ static tl_status tl_plan_budget(tl_plan *pl) {
   pl->cost.vmem_bytes = used[TL_L2];
   pl->cost.l1_bytes = used[TL_L1];
   const tl_ctx_info *ci = &pl->ctx->info;
-  char a[32], bgt[32], shp[96], bb[32];
-  if ((uint64_t)used[TL_L2] > ci->vmem_bytes) {
-    tl_fmt_bytes(a, sizeof a, used[TL_L2]);
-    tl_fmt_bytes(bgt, sizeof bgt, (int64_t)ci->vmem_bytes);
-    if (big >= 0) {
-      tl_fmt_shape(shp, sizeof shp, pl->op[big].t.ndim, pl->op[big].block);
-      tl_fmt_bytes(bb, sizeof bb, big_bytes);
-      return tl_plan_fail(pl, TL_ERR_VMEM,
-                         "kernel '%s': blocks need %s of VMEM per thread, the budget is %s; the largest is %s %d: block %s %s x %d buffer(s) = %s",
-                         pl->name, a, bgt, tl_op_kind(pl, big), tl_op_num(pl, big), shp, tl_dtype_name(pl->op[big].t.dtype),
-                         pl->op[big].nbuf, bb);
-    }
-    return tl_plan_fail(pl, TL_ERR_VMEM, "kernel '%s': blocks and scratch need %s of VMEM per thread, the budget is %s",
-                       pl->name, a, bgt);
-  }
-  if ((uint64_t)used[TL_L1] > ci->l1_bytes) {
-    tl_fmt_bytes(a, sizeof a, used[TL_L1]);
-    tl_fmt_bytes(bgt, sizeof bgt, (int64_t)ci->l1_bytes);
-    return tl_plan_fail(pl, TL_ERR_VMEM, "kernel '%s': TL_L1 blocks and scratch need %s per thread, the L1 budget is %s",
-                       pl->name, a, bgt);
+  const size_t budget[2] = {ci->vmem_bytes, ci->l1_bytes};
+  static const char *const level_name[2] = {"VMEM (L2)", "L1"};
+  for (int l = 0; l < 2; l++) {
+    if ((uint64_t)used[l] <= budget[l]) continue;
+    tl_fmt_bytes(a, sizeof a, used[l]);
+    tl_fmt_bytes(bgt, sizeof bgt, (int64_t)budget[l]);
+    if (big[l] < 0)
+      return tl_plan_fail(pl, TL_ERR_VMEM, "kernel '%s': scratch needs %s of %s per thread, the budget is %s", pl->name, a,
+                          level_name[l], bgt);
+    const tl_operand *o = &pl->op[big[l]];
+    tl_fmt_shape(shp, sizeof shp, o->t.ndim, o->block);
+    tl_fmt_bytes(bb, sizeof bb, big_bytes[l]);
+    return tl_plan_fail(pl, TL_ERR_VMEM,
+                        "kernel '%s': blocks and scratch need %s of %s per thread, the budget is %s; the largest is %s %d: block %s %s x %d buffer(s) = %s",
+                        pl->name, a, level_name[l], bgt, tl_op_kind(pl, big[l]), tl_op_num(pl, big[l]), shp, tl_dtype_name(o->t.dtype),
+                        o->nbuf, bb);
   }
   return TL_OK;
 }
@@ -328,7 +374,7 @@ static tl_status tl_plan_simulate(tl_plan *pl) {
                               OPA(pl, i), (long long)lin);
               goto out;
             }
-            if (o->spec.out == TL_OUT_ACCUM_LOAD || (o->spec.out == TL_OUT_ACCUM_ZERO && o->visits[lin])) {
+            if (o->shares < 0 && (o->spec.out == TL_OUT_ACCUM_LOAD || (o->spec.out == TL_OUT_ACCUM_ZERO && o->visits[lin]))) {
               c->operand_bytes[i] += tl_block_valid_bytes(o, bi);
               c->bytes_read += tl_block_valid_bytes(o, bi);
             }

@@ -46,7 +46,7 @@ tl_pack_fn tl_packer_find(size_t esize, tl_layout layout, tl_isa isa);
 /* The portable packer. */
 void tl_pack_portable(const tl_pack_job *job);
 
-/* Elements of one padded block of `shape` staged in `layout`. */
+/* Elements of one padded block of `shape` staged in `layout`; -1 when the count overflows. */
 int64_t tl_block_elems(int ndim, const int64_t *shape, tl_layout layout);
 
 /* ---- the plan ---- */
@@ -71,7 +71,7 @@ typedef struct tl_operand {
   int nbuf;                    /* buffers (>= 1) */
   int shares;                  /* output: index of the input whose buffer it shares, else -1 */
   int shared_by;               /* input: index of the output sharing it, else -1 */
-  int64_t full_tiled_inplace;  /* tiled tensor whose blocks can be used in place */
+  int64_t full_tiled_inplace;  /* tiled tensor whose blocks are contiguous in it (usable in place) */
   uint8_t pad[8];              /* pad value in the tensor's dtype */
   uint8_t poison[8];           /* interpret mode: unwritten TL_OUT_WRITE elements */
   uint8_t poison_pad[8];       /* interpret mode: pad_any padding */

@@ -36,13 +36,14 @@ tl_pack_fn tl_packer_find(size_t esize, tl_layout layout, tl_isa isa) {
 
 int64_t tl_block_elems(int ndim, const int64_t *shape, tl_layout layout) {
   int64_t n = 1;
-  if (!layout.tiled) {
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    return n;
-  }
-  for (int d = 0; d < ndim - 2; d++) n *= shape[d];
-  int64_t tr = layout.tile_r, tc = layout.tile_c;
-  return n * TL_CDIV(shape[ndim - 2], tr) * tr * TL_CDIV(shape[ndim - 1], tc) * tc;
+  const int plain = layout.tiled ? ndim - 2 : ndim;
+  for (int d = 0; d < plain; d++)
+    if (tl_mul_ovf(n, shape[d], &n)) return -1;
+  if (!layout.tiled) return n;
+  const int64_t tr = layout.tile_r, tc = layout.tile_c;
+  const int64_t rows = shape[ndim - 2] ? (shape[ndim - 2] - 1) / tr + 1 : 0, cols = shape[ndim - 1] ? (shape[ndim - 1] - 1) / tc + 1 : 0;
+  if (tl_mul_ovf(n, rows, &n) || tl_mul_ovf(n, tr, &n) || tl_mul_ovf(n, cols, &n) || tl_mul_ovf(n, tc, &n)) return -1;
+  return n;
 }
 
 /* ---- the portable packer ---- */
