@@ -28,6 +28,8 @@ typedef struct tl_bench_opts {
   int min_reps;         /* 0: 5 */
   int max_reps;         /* 0: 1000 */
   double stable;        /* stop once the median moved less than this between rounds; 0: 0.01 */
+  double pause_s;       /* untimed sleep before each timed call, so threads the previous call left
+                           spinning (tilec's pool, OpenMP, OpenBLAS) are asleep; 0: no pause */
 } tl_bench_opts;
 
 typedef struct tl_bench_result {
@@ -38,7 +40,10 @@ typedef struct tl_bench_result {
 
 /* Times n cases interleaved: each round calls every case once, in order, until each has had
  * min_reps calls and min_time_s, the medians are stable or max_time_s / max_reps is reached.
- * opts may be NULL. out[i] receives case i's result. */
+ * opts may be NULL. out[i] receives case i's result. A case whose fn returns nonzero is marked
+ * failed and not called again (its times describe the calls before); the others go on.
+ * TL_ERR_INVALID (tl_last_error says why) for n < 1, NULL cases, out or fn, negative or NaN
+ * options, min_reps > max_reps or min_time_s > max_time_s; TL_ERR_NOMEM. Never prints. */
 TL_API tl_status tl_bench_run(const tl_bench_opts *opts, int n, const tl_bench_case *cases, tl_bench_result *out);
 
 /* Monotonic time in seconds. */

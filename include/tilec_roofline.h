@@ -38,6 +38,7 @@ typedef struct tl_mem_level {
   double read_bw;       /* bytes/s with every core */
   double write_bw, copy_bw, nt_copy_bw; /* 0: not measured */
   double read_bw_1t;    /* one core; 0 unknown */
+  double write_bw_1t, copy_bw_1t, nt_copy_bw_1t; /* one core; 0: not measured */
   double spread;        /* relative spread of read_bw */
   char source[160];
 } tl_mem_level;

@@ -1,9 +1,11 @@
-/* registry.c — the one table of tile-operation implementations, indexed by tl_isa.
+/* registry.c — the tables of tile-operation implementations and of probe microkernels, indexed
+ * by tl_isa.
  *
  * The scalar reference is always present. An ISA folder src/tile/<isa>/ defines one tl_tile_impl
  * (tl_tile_<isa>_impl, declared in tile_impl.h) and gets one entry here under its
  * TILEC_HAVE_<ISA> guard, which CMake defines only when it builds that folder. A level without an
- * entry is NULL and dispatch skips it. */
+ * entry is NULL and dispatch skips it. The probe table (tl_probe_<isa>_impl, from
+ * src/tile/<isa>/probe_<isa>.c) follows the same rules. */
 #include "tile_impl.h"
 
 static const tl_tile_impl *const tl_tile_impls[TL_ISA_COUNT] = {
@@ -28,4 +30,27 @@ _Static_assert(TL_ARRAY_LEN(tl_tile_impls) == TL_ISA_COUNT, "one registry slot p
 const tl_tile_impl *tl_tile_impl_at(tl_isa isa) {
   if ((unsigned)isa >= TL_ISA_COUNT) return NULL;
   return tl_tile_impls[isa];
+}
+
+static const tl_probe_impl *const tl_probe_impls[TL_ISA_COUNT] = {
+    [TL_ISA_SCALAR] = &tl_probe_scalar_impl,
+#if defined(TILEC_HAVE_AVX2) && TILEC_HAVE_AVX2
+    [TL_ISA_AVX2] = &tl_probe_avx2_impl,
+#endif
+#if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
+    [TL_ISA_AVX512] = &tl_probe_avx512_impl,
+#endif
+#if defined(TILEC_HAVE_AVX512BF16) && TILEC_HAVE_AVX512BF16
+    [TL_ISA_AVX512BF16] = &tl_probe_avx512bf16_impl,
+#endif
+#if defined(TILEC_HAVE_AMX) && TILEC_HAVE_AMX
+    [TL_ISA_AMX] = &tl_probe_amx_impl,
+#endif
+};
+_Static_assert(TL_ARRAY_LEN(tl_probe_impls) == TL_ISA_COUNT, "one probe slot per ISA level");
+
+/* The probe kernels registered for exactly this level, or NULL (also outside the table). */
+const tl_probe_impl *tl_probe_impl_at(tl_isa isa) {
+  if ((unsigned)isa >= TL_ISA_COUNT) return NULL;
+  return tl_probe_impls[isa];
 }

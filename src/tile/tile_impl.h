@@ -33,4 +33,50 @@ extern const tl_tile_impl tl_tile_amx_impl;
 /* The implementation registered for exactly this level, or NULL (registry.c). */
 const tl_tile_impl *tl_tile_impl_at(tl_isa isa);
 
+/* ---- probe microkernels: what tl_machine_probe (src/roofline/probe*.c) times ----
+ *
+ * Each ISA folder may define one tl_probe_impl (src/tile/<isa>/probe_<isa>.c) listed in the probe
+ * table of registry.c, beside the tile-operation table and under the same guards; the scalar entry
+ * (src/tile/scalar/probe_scalar.c) is always present. The probe never names an ISA: it takes the
+ * compute units of every level up to the context's ISA, and the bandwidth kernels of the highest
+ * level at or below it that has them. */
+
+/* One compute unit's peak kernel: `iters` iterations of enough independent chains to cover the
+ * instruction's latency, operands in registers only. Returns the ops performed (a multiply-add
+ * counts 2). Runs on the calling thread; an AMX kernel loads its tile configuration and releases
+ * the tiles itself, and needs AMX permission first (tl_ctx_need_amx). iters >= 1. */
+typedef struct tl_probe_unit {
+  const char *name; /* the unit's name in tl_machine ("avx512-fma") */
+  tl_dtype dtype;   /* operand dtype the peak is for */
+  double (*run)(int64_t iters);
+} tl_probe_unit;
+
+/* Byte granularity of the bandwidth kernels: their `bytes` is a positive multiple of this. */
+#define TL_PROBE_CHUNK 512
+
+/* Bandwidth kernels over buffers 64-byte aligned, bytes a multiple of TL_PROBE_CHUNK, passes >= 1
+ * (the whole buffer is swept `passes` times). A NULL kernel is not on this path. */
+typedef struct tl_probe_impl {
+  tl_isa isa;
+  int nunits;
+  const tl_probe_unit *units;
+  /* Loads every byte; returns a value that depends on each load (keep it, or the loads die). */
+  double (*read)(const void *buf, size_t bytes, int64_t passes);
+  /* Stores every byte. */
+  void (*write)(void *buf, size_t bytes, int64_t passes);
+  /* dst[0..bytes) = src[0..bytes); the two do not overlap. */
+  void (*copy)(void *dst, const void *src, size_t bytes, int64_t passes);
+  /* The same with non-temporal (streaming) stores, fenced before it returns. */
+  void (*nt_copy)(void *dst, const void *src, size_t bytes, int64_t passes);
+} tl_probe_impl;
+
+extern const tl_probe_impl tl_probe_scalar_impl;
+extern const tl_probe_impl tl_probe_avx2_impl;
+extern const tl_probe_impl tl_probe_avx512_impl;
+extern const tl_probe_impl tl_probe_avx512bf16_impl;
+extern const tl_probe_impl tl_probe_amx_impl;
+
+/* The probe kernels registered for exactly this level, or NULL (registry.c). */
+const tl_probe_impl *tl_probe_impl_at(tl_isa isa);
+
 #endif /* TL_TILE_IMPL_H */

@@ -20,6 +20,11 @@
 /* X(name, function, help text, one-line summary): the one table of subcommands, in the order
  * `tilec --help` lists them. */
 #define TL_TOOL_LIST(X) \
+  X("roofline", tl_cmd_roofline, tl_cmd_roofline_help, "run every kernel and place it on this machine's roofline (the main job)") \
+  X("explain", tl_cmd_explain, tl_cmd_explain_help, "explain a kernel instance: blocks, bytes per operand and level, roofline bound, timed run") \
+  X("machines", tl_cmd_machines, tl_cmd_machines_help, "list the machines to bound kernels on: the probed host and TPU/GPU presets") \
+  X("bench", tl_cmd_bench, tl_cmd_bench_help, "time tilec next to the peer libraries present (copy, scale), size by size") \
+  X("probe", tl_cmd_probe, tl_cmd_probe_help, "measure this machine's compute peaks and cache/DRAM bandwidths (cached)") \
   X("info", tl_cmd_info, tl_cmd_info_help, "show the CPU, its features, the ISA paths and the context settings")
 
 #define TL_X_(name, fn, help, summary) \

@@ -1,0 +1,13 @@
+/* tile_avx512.c — the avx512 tile-operation entry (contract in tile_impl.h).
+ *
+ * Placeholder: this folder exists for its probe microkernels (probe_avx512.c), and registry.c lists
+ * tl_tile_avx512_impl whenever CMake builds the folder. Every operation is NULL, so dispatch
+ * passes to the levels below (the scalar reference handles everything). The avx512 tile operations
+ * replace this file's NULLs with their functions.
+ */
+#include "../tile_impl.h"
+
+const tl_tile_impl tl_tile_avx512_impl = {
+    .isa = TL_ISA_AVX512,
+    .name = "avx512",
+};

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# test_bench_cli.sh — `tilec bench`: --quick runs print the header and one table per size, --csv
+# writes a parseable CSV with the expected columns, --plot writes a PNG (or says gnuplot is
+# missing), tilec's rows are right, and bad usage exits 2 with a one-line error. Peers are
+# optional: nothing here depends on which are installed. About 10 s.
+# Run by CTest as: bash test_bench_cli.sh /path/to/tilec. Last line: "N passed, M failed".
+set -u
+
+TILEC=${1:-${TILEC_TOOL:-}}
+if [ -z "$TILEC" ] || [ ! -x "$TILEC" ]; then
+  echo "usage: bash test_bench_cli.sh /path/to/tilec" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+unset TILEC_ISA TILEC_INTERPRET
+
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# ok NAME RESULT: records one check (RESULT 0 is a pass).
+ok() {
+  if [ "$2" = 0 ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $1" >&2
+    [ -s "$tmp/out" ] && sed 's/^/    out: /' "$tmp/out" | head -30 >&2
+    [ -s "$tmp/err" ] && sed 's/^/    err: /' "$tmp/err" | head -5 >&2
+  fi
+}
+
+# run ARGS...: runs tilec, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc.
+run() {
+  "$TILEC" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+# run_peers ARGS...: run, for invocations that load the peer libraries. In sanitizer builds,
+# LeakSanitizer's exit-time scan crashes on the threads oneDNN's OpenMP runtime leaves behind
+# ("Tracer caught signal 11"), so leak checking is off for these; the `--peers none` run below
+# keeps it on for tilec's own code.
+run_peers() {
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$TILEC" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+# usage_error ARGS...: exit 2, exactly one line on stderr, nothing on stdout.
+usage_error() {
+  run "$@"
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ]
+  ok "tilec $* is a usage error (exit $rc)" $?
+}
+
+# --- help ---
+run bench --help
+ok "bench --help exits 0" $rc
+grep -q "usage: tilec bench SUITE" "$tmp/out" && grep -q "copy" "$tmp/out" && grep -q "scale" "$tmp/out"
+ok "bench --help names the suites" $?
+run help bench
+ok "tilec help bench exits 0" $rc
+run --help
+grep -q "^  bench " "$tmp/out"
+ok "tilec --help lists bench" $?
+
+# --- usage errors ---
+usage_error bench
+usage_error bench nosuch
+grep -q "unknown suite 'nosuch'" "$tmp/err"
+ok "unknown suite is named" $?
+usage_error bench copy scale
+usage_error bench copy --bogus
+usage_error bench copy --sizes 12Q
+usage_error bench copy --sizes 6
+usage_error bench copy --sizes ""
+usage_error bench copy --cold --warm
+usage_error bench copy --threads 0
+usage_error bench copy --csv
+
+# --- copy --quick with a CSV ---
+run_peers bench copy --quick --csv "$tmp/copy.csv"
+ok "bench copy --quick --csv exits 0 (exit $rc)" $rc
+grep -q "^tilec bench copy: " "$tmp/out"
+ok "header line" $?
+grep -q "^peers" "$tmp/out" && grep -q "environment: OMP_NUM_THREADS=" "$tmp/out"
+ok "header states the peers and the OpenMP environment" $?
+grep -q "^cold: " "$tmp/out"
+ok "default is cold and says so" $?
+[ "$(grep -c '^copy y = x, f32, ' "$tmp/out")" = 3 ]
+ok "one table per quick size (3)" $?
+[ "$(grep -c '^  tilec, blocks in place ' "$tmp/out")" = 3 ] && [ "$(grep -c '^  tilec, blocks staged ' "$tmp/out")" = 3 ]
+ok "tilec's two rows in each table" $?
+grep -q "^  C loop, [0-9]* thread" "$tmp/out" && grep -q "^  memcpy, 1 thread " "$tmp/out"
+ok "the C loop and memcpy rows" $?
+grep -E "^  tilec, blocks (in place|staged) +[0-9.]+ (ns|us|ms|s) \([0-9.]+ - [0-9.]+\) +[0-9.]+ +[0-9.]+" "$tmp/out" >/dev/null
+ok "tilec rows have median (min - max), GB/s and a ratio" $?
+! grep -q "WRONG\|FAILED" "$tmp/out"
+ok "no WRONG or FAILED row" $?
+
+if [ -s "$tmp/copy.csv" ]; then csv_ok=0; else csv_ok=1; fi
+ok "--csv wrote a file" $csv_ok
+head -1 "$tmp/copy.csv" | grep -qx "suite,op,size_bytes,size,dtype,mode,threads,impl,kind,status,median_s,min_s,max_s,reps,batch,moved_bytes,gbps,vs_best_peer,note"
+ok "CSV header has the expected columns" $?
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$tmp/copy.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) >= 3 * 4, len(rows)                      # 3 sizes x (2 tilec + C loop + memcpy) at least
+assert {r["size_bytes"] for r in rows} == {"4096", "65536", "1048576"}, {r["size_bytes"] for r in rows}
+for r in rows:
+    assert r["suite"] == "copy" and r["op"] == "copy" and r["dtype"] == "f32" and r["mode"] == "cold", r
+    assert r["kind"] in ("tilec", "peer"), r
+    assert r["status"] in ("ok", "WRONG", "failed", "skipped"), r
+    if r["status"] == "ok":
+        med, lo, hi = float(r["median_s"]), float(r["min_s"]), float(r["max_s"])
+        assert 0 < lo <= med <= hi, r
+        assert float(r["gbps"]) > 0 and int(r["reps"]) >= 1 and int(r["batch"]) >= 1, r
+        assert abs(float(r["gbps"]) - float(r["moved_bytes"]) / med / 1e9) < 0.01 * float(r["gbps"]) + 0.01, r
+tilec = [r for r in rows if r["kind"] == "tilec"]
+assert len(tilec) == 6 and all(r["status"] == "ok" for r in tilec), tilec
+EOF
+  ok "CSV parses: fields, sizes, min <= median <= max, GB/s consistent, tilec rows ok" $?
+fi
+
+# --- scale, warm, one size, one thread, with a plot ---
+run_peers bench scale --quick --warm --sizes 64K --threads 1 --plot "$tmp/scale.png"
+ok "bench scale --quick --warm --sizes 64K --threads 1 --plot exits 0 (exit $rc)" $rc
+grep -q "^warm: " "$tmp/out"
+ok "warm runs say warm" $?
+grep -q "^scale y = a\*x, f32, 64 KiB " "$tmp/out" && grep -q "^scale x \*= a (in place), f32, 64 KiB " "$tmp/out"
+ok "scale prints y = a*x and x *= a" $?
+grep -q "^  C loop, 1 thread " "$tmp/out"
+ok "--threads 1 reaches the C loop" $?
+! grep -q "WRONG\|FAILED" "$tmp/out"
+ok "scale: no WRONG or FAILED row" $?
+if command -v gnuplot >/dev/null 2>&1; then
+  [ "$(head -c 4 "$tmp/scale.png" | od -An -c | tr -d ' \n')" = "211PNG" ]
+  ok "--plot wrote a PNG" $?
+else
+  grep -q "gnuplot is not installed" "$tmp/err"
+  ok "--plot without gnuplot says so" $?
+fi
+
+# --- no peers: only tilec, the C loop and memcpy (leak checks stay on in sanitizer builds) ---
+run bench copy --quick --sizes 4K,64K --peers none
+ok "bench copy --peers none exits 0 (exit $rc)" $rc
+grep -q "openblas: not asked for (--peers)" "$tmp/out" && ! grep -q "^  openblas \|^  blis \|^  onednn " "$tmp/out"
+ok "--peers none: no peer rows, and the header says why" $?
+[ "$(grep -c '^  tilec, blocks ' "$tmp/out")" = 4 ]
+ok "--peers none: tilec's rows still there" $?
+usage_error bench copy --peers nosuch
+
+# --- a CSV path that cannot be written is a runtime failure ---
+run bench copy --quick --sizes 4K --csv "$tmp/no/such/dir/x.csv"
+[ "$rc" = 1 ] && grep -q "cannot write" "$tmp/err"
+ok "unwritable --csv exits 1 (exit $rc)" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
