@@ -63,10 +63,11 @@ struct tl_probe_task {
 
 enum { TL_PROBE_READ, TL_PROBE_WRITE, TL_PROBE_COPY, TL_PROBE_NT_COPY, TL_PROBE_KINDS };
 
-/* A measured rate: median of the undisturbed runs (work/s summed over workers) and their spread;
- * kept = 0: every run was disturbed, median is the best of them and spread 0. */
+/* A measured rate over the undisturbed runs (work/s summed over workers): the best run (the
+ * ceiling: what the machine can sustain), the median and the spread; kept = 0: every run was
+ * disturbed, best and median are the best of them and spread 0. */
 typedef struct tl_probe_rate {
-  double median, spread;
+  double best, median, spread;
   int kept, disturbed; /* runs in the median; runs dropped as disturbed */
 } tl_probe_rate;
 

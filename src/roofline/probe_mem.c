@@ -155,8 +155,8 @@ static void tl_probe_level(tl_probe_mem *pm, const tl_probe_level_def *d, tl_mem
     if (!pm->kern[k]) continue;
     tl_probe_rate one = tl_probe_bw(pm, k, d->ws, 0, d->per_core);
     tl_probe_rate all = st->threads > 1 ? tl_probe_bw(pm, k, d->ws, 1, d->per_core) : one;
-    bw[k] = all.median;
-    bw1[k] = one.median;
+    bw[k] = all.best; /* ceilings: the best undisturbed run (see probe.c) */
+    bw1[k] = one.best;
     disturbed += all.disturbed + (st->threads > 1 ? one.disturbed : 0);
     if (all.kept == 0 || one.kept == 0) lost++;
     if (k == TL_PROBE_READ) spread = all.spread > one.spread ? all.spread : one.spread;
@@ -175,7 +175,7 @@ static void tl_probe_level(tl_probe_mem *pm, const tl_probe_level_def *d, tl_mem
   l->nt_copy_bw_1t = bw1[TL_PROBE_NT_COPY];
   l->spread = spread;
   char b1[32];
-  tl_msg(l->source, sizeof l->source, "probe: %s; working set %s%s; medians of %d runs (%d disturbed%s)",
+  tl_msg(l->source, sizeof l->source, "probe: %s; working set %s%s; best of %d runs (%d disturbed%s)",
          d->cap_note, tl_probe_bytes(b1, sizeof b1, (double)d->ws), d->per_core ? " per thread" : " in total",
          st->trials, disturbed, lost ? "; some figures may be low" : "");
   tl_probe_note(st, "%-4s GB/s all threads: read %.1f write %.1f copy %.1f nt-copy %.1f; 1 thread: read %.1f write %.1f copy %.1f nt-copy %.1f",

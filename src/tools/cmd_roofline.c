@@ -157,7 +157,9 @@ static int tl_rl_plot(const char *png, const tl_machine *m, const tl_rl_row *row
   fprintf(f, "set title 'tilec roofline: %s (%d threads)'\n", m->description[0] ? m->description : m->name, m->cores);
   fprintf(f, "set logscale xy\nset grid\nset key outside right top\n");
   fprintf(f, "set xlabel 'arithmetic intensity (FLOP per byte moved)'\nset ylabel 'GFLOP/s'\n");
-  fprintf(f, "set xrange [0.01:1000]\n");
+  double top = 1;
+  for (int u = 0; u < m->nunits; u++) top = fmax(top, m->units[u].peak / 1e9);
+  fprintf(f, "set xrange [0.01:1000]\nset yrange [0.1:%g]\n", top * 4);
   fprintf(f, "plot ");
   int first = 1;
   for (int u = 0; u < m->nunits; u++) {
