@@ -48,8 +48,8 @@ typedef struct tl_probe_args {
 /* Parses argv into *a; returns TL_EXIT_OK or TL_EXIT_USAGE (message printed). */
 static int tl_probe_parse(int argc, char **argv, tl_probe_args *a) {
   memset(a, 0, sizeof *a);
+  tl_ctx_opts o = {0};
   for (int i = 1; i < argc;) {
-    const char *v = NULL;
     int r;
     if (!strcmp(argv[i], "--force")) {
       a->force = 1;
@@ -60,19 +60,12 @@ static int tl_probe_parse(int argc, char **argv, tl_probe_args *a) {
     } else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) {
       a->verbose = 1;
       i++;
-    } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--isa", &v)) != 0) {
+    } else if ((r = tl_tool_ctx_flag(TL_CMD, argc, argv, &i, &o)) != 0) {
       if (r < 0) return TL_EXIT_USAGE;
-      tl_isa isa;
-      if (tl_isa_parse(v, &isa) != TL_OK) return tl_tool_usage_error(TL_CMD, "--isa: %s", tl_last_error());
-      a->isa = v;
-    } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--threads", &v)) != 0) {
-      long n;
-      if (r < 0 || tl_tool_parse_int(TL_CMD, "--threads", v, 1, 1024, &n) != 0) return TL_EXIT_USAGE;
-      a->threads = (int)n;
-    } else if (argv[i][0] == '-') {
-      return tl_tool_usage_error(TL_CMD, "unknown option '%s' (see tilec probe --help)", argv[i]);
+      a->isa = o.isa;
+      a->threads = o.threads;
     } else {
-      return tl_tool_usage_error(TL_CMD, "unexpected argument '%s' (see tilec probe --help)", argv[i]);
+      return tl_tool_bad_arg(TL_CMD, argv[i]);
     }
   }
   return TL_EXIT_OK;

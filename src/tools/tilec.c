@@ -77,6 +77,30 @@ int tl_tool_parse_int(const char *cmd, const char *name, const char *s, long lo,
   return 0;
 }
 
+int tl_tool_ctx_flag(const char *cmd, int argc, char **argv, int *i, tl_ctx_opts *o) {
+  const char *v = NULL;
+  int r;
+  if ((r = tl_tool_flag_value(cmd, argc, argv, i, "--isa", &v)) != 0) {
+    if (r < 0) return -1;
+    tl_isa isa;
+    if (tl_isa_parse(v, &isa) != TL_OK) return tl_tool_usage_error(cmd, "--isa: %s", tl_last_error()), -1;
+    o->isa = v;
+    return 1;
+  }
+  if ((r = tl_tool_flag_value(cmd, argc, argv, i, "--threads", &v)) != 0) {
+    long n;
+    if (r < 0 || tl_tool_parse_int(cmd, "--threads", v, 1, 1024, &n) != 0) return -1;
+    o->threads = (int)n;
+    return 1;
+  }
+  return 0;
+}
+
+int tl_tool_bad_arg(const char *cmd, const char *arg) {
+  if (arg[0] == '-') return tl_tool_usage_error(cmd, "unknown option '%s' (see tilec %s --help)", arg, cmd);
+  return tl_tool_usage_error(cmd, "unexpected argument '%s' (see tilec %s --help)", arg, cmd);
+}
+
 /* Length of the valid UTF-8 sequence at s (2..4), or 0 when the bytes there are not one. */
 static int tl_utf8_len(const unsigned char *s) {
   int n;

@@ -57,6 +57,14 @@ int tl_tool_flag_value(const char *cmd, int argc, char **argv, int *i, const cha
  * error for cmd. */
 int tl_tool_parse_int(const char *cmd, const char *name, const char *s, long lo, long hi, long *out);
 
+/* The flags shared by subcommands that make a context: --isa NAME (checked) and --threads N
+ * (1..1024), stored into *o. Returns 1 when argv[*i] was one of them (*i advanced), 0 when it is
+ * something else, -1 after printing a usage error. */
+int tl_tool_ctx_flag(const char *cmd, int argc, char **argv, int *i, tl_ctx_opts *o);
+/* The usage error for an argument nothing matched ("unknown option" / "unexpected argument");
+ * returns TL_EXIT_USAGE. */
+int tl_tool_bad_arg(const char *cmd, const char *arg);
+
 /* Writes s as a JSON string literal (quotes included, control characters and non-ASCII-safe
  * escapes applied; bytes >= 0x80 are copied, so valid UTF-8 stays valid). NULL writes null. */
 void tl_json_string(FILE *f, const char *s);

@@ -6,36 +6,7 @@
 # Run by CTest as: bash test_bench_cli.sh /path/to/tilec. Last line: "N passed, M failed".
 set -u
 
-TILEC=${1:-${TILEC_TOOL:-}}
-if [ -z "$TILEC" ] || [ ! -x "$TILEC" ]; then
-  echo "usage: bash test_bench_cli.sh /path/to/tilec" >&2
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-unset TILEC_ISA TILEC_INTERPRET
-
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-# ok NAME RESULT: records one check (RESULT 0 is a pass).
-ok() {
-  if [ "$2" = 0 ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $1" >&2
-    [ -s "$tmp/out" ] && sed 's/^/    out: /' "$tmp/out" | head -30 >&2
-    [ -s "$tmp/err" ] && sed 's/^/    err: /' "$tmp/err" | head -5 >&2
-  fi
-}
-
-# run ARGS...: runs tilec, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc.
-run() {
-  "$TILEC" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
+. "$(dirname "$0")/cli_util.sh" "$@"
 
 # run_peers ARGS...: run, for invocations that load the peer libraries. In sanitizer builds,
 # LeakSanitizer's exit-time scan crashes on the threads oneDNN's OpenMP runtime leaves behind
@@ -156,5 +127,4 @@ run bench copy --quick --sizes 4K --csv "$tmp/no/such/dir/x.csv"
 [ "$rc" = 1 ] && grep -q "cannot write" "$tmp/err"
 ok "unwritable --csv exits 1 (exit $rc)" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish tools_bench_cli

@@ -4,44 +4,7 @@
 # Run by CTest as: bash test_cli.sh /path/to/tilec. Last line: "N passed, M failed".
 set -u
 
-TILEC=${1:-${TILEC_TOOL:-}}
-if [ -z "$TILEC" ] || [ ! -x "$TILEC" ]; then
-  echo "usage: bash test_cli.sh /path/to/tilec" >&2
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-unset TILEC_ISA TILEC_INTERPRET
-
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-# ok NAME CONDITION-RESULT: records one check.
-ok() {
-  if [ "$2" = 0 ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $1" >&2
-    [ -s "$tmp/out" ] && sed 's/^/    out: /' "$tmp/out" | head -20 >&2
-    [ -s "$tmp/err" ] && sed 's/^/    err: /' "$tmp/err" | head -5 >&2
-  fi
-}
-
-# run ARGS...: runs tilec, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc.
-run() {
-  "$TILEC" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-
-# one_line_error: stderr is exactly one line, stdout is empty.
-one_line_error() {
-  [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ]
-}
-
-have_python=0
-if command -v python3 >/dev/null 2>&1; then have_python=1; fi
+. "$(dirname "$0")/cli_util.sh" "$@"
 
 # json_get KEY: prints the top-level JSON value of KEY from $tmp/out (python3 only).
 json_get() {
@@ -153,5 +116,4 @@ if [ $have_python = 1 ]; then
   [ "$(json_get cache_dir)" = $'/tmp/a"b\\c\td' ]; ok "JSON escapes the cache dir" $?
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish tools_cli

@@ -7,45 +7,8 @@
 # or writes the user's cache.
 set -u
 
-TILEC=${1:-${TILEC_TOOL:-}}
-if [ -z "$TILEC" ] || [ ! -x "$TILEC" ]; then
-  echo "usage: bash test_explain.sh /path/to/tilec" >&2
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-unset TILEC_ISA TILEC_INTERPRET
-
-pass=0
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/cli_util.sh" "$@"
 export TILEC_CACHE_DIR="$tmp/cache"
-
-# ok NAME CONDITION-RESULT: records one check.
-ok() {
-  if [ "$2" = 0 ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $1" >&2
-    [ -s "$tmp/out" ] && sed 's/^/    out: /' "$tmp/out" | head -30 >&2
-    [ -s "$tmp/err" ] && sed 's/^/    err: /' "$tmp/err" | head -5 >&2
-  fi
-}
-
-# run ARGS...: runs tilec, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc.
-run() {
-  "$TILEC" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-
-# one_line_error: stderr is exactly one line, stdout is empty.
-one_line_error() {
-  [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ]
-}
-
-have_python=0
-if command -v python3 >/dev/null 2>&1; then have_python=1; fi
 
 # py CODE: runs python3 CODE with the JSON on stdout loaded as `d`; its exit status is the check.
 py() {
@@ -162,5 +125,4 @@ run machines extra
 run machines --frob
 [ $rc -eq 2 ] && one_line_error; ok "machines unknown option: exit 2, one line" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish tools_explain
