@@ -85,7 +85,10 @@ tl_status tl_map_parse(const char *src, int grid_ndim, int tensor_ndim, tl_map *
 /* Block index of one expression at grid point g. */
 static inline int64_t tl_map_eval(const tl_map_expr *e, const int64_t *g) {
   int64_t v = e->konst;
-  for (int i = 0; i < e->nterms; i++) v += e->t[i].mul * (g[e->t[i].axis] / e->t[i].div);
+  for (int i = 0; i < e->nterms; i++) { /* most terms do not divide: skip the slow idiv */
+    const int64_t x = g[e->t[i].axis];
+    v += e->t[i].mul * (e->t[i].div == 1 ? x : x / e->t[i].div);
+  }
   return v;
 }
 /* Smallest and largest value of e over the grid box [0, grid[a]) (every grid[a] >= 1). */
