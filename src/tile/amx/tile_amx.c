@@ -1,13 +1,15 @@
-/* tile_amx.c — the amx tile-operation entry (contract in tile_impl.h).
+/* tile_amx.c — the amx entry of the tile-operation table (contract in tile_impl.h).
  *
- * Placeholder: this folder exists for its probe microkernels (probe_amx.c), and registry.c lists
- * tl_tile_amx_impl whenever CMake builds the folder. Every operation is NULL, so dispatch
- * passes to the levels below (the scalar reference handles everything). The amx tile operations
- * replace this file's NULLs with their functions.
+ * The operations live in their own files of this folder (dot_amx.c); an
+ * operation is listed below once its file exists. A NULL operation passes the call to the level
+ * below (the scalar reference handles everything).
  */
 #include "../tile_impl.h"
+
+int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
 
 const tl_tile_impl tl_tile_amx_impl = {
     .isa = TL_ISA_AMX,
     .name = "amx",
+    /* .dot = tl_amx_dot, ... : added with their files */
 };

@@ -1,13 +1,20 @@
-/* tile_avx2.c — the avx2 tile-operation entry (contract in tile_impl.h).
+/* tile_avx2.c — the avx2 entry of the tile-operation table (contract in tile_impl.h).
  *
- * Placeholder: this folder exists for its probe microkernels (probe_avx2.c), and registry.c lists
- * tl_tile_avx2_impl whenever CMake builds the folder. Every operation is NULL, so dispatch
- * passes to the levels below (the scalar reference handles everything). The avx2 tile operations
- * replace this file's NULLs with their functions.
+ * The operations live in their own files of this folder (dot_avx2.c, ew_avx2.c); an
+ * operation is listed below once its file exists. A NULL operation passes the call to the level
+ * below (the scalar reference handles everything).
  */
 #include "../tile_impl.h"
+
+int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
+int tl_avx2_fill(tl_ref *r, double v);
+int tl_avx2_cast(tl_ref *dst, const tl_ref *src);
+int tl_avx2_unary(tl_ref *dst, const tl_ref *src, tl_unary op);
+int tl_avx2_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary op);
+int tl_avx2_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op);
 
 const tl_tile_impl tl_tile_avx2_impl = {
     .isa = TL_ISA_AVX2,
     .name = "avx2",
+    /* .dot = tl_avx2_dot, ... : added with their files */
 };

@@ -1,13 +1,15 @@
-/* tile_avx512bf16.c — the avx512bf16 tile-operation entry (contract in tile_impl.h).
+/* tile_avx512bf16.c — the avx512bf16 entry of the tile-operation table (contract in tile_impl.h).
  *
- * Placeholder: this folder exists for its probe microkernels (probe_avx512bf16.c), and registry.c lists
- * tl_tile_avx512bf16_impl whenever CMake builds the folder. Every operation is NULL, so dispatch
- * passes to the levels below (the scalar reference handles everything). The avx512bf16 tile operations
- * replace this file's NULLs with their functions.
+ * The operations live in their own files of this folder (dot_avx512bf16.c); an
+ * operation is listed below once its file exists. A NULL operation passes the call to the level
+ * below (the scalar reference handles everything).
  */
 #include "../tile_impl.h"
+
+int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
 
 const tl_tile_impl tl_tile_avx512bf16_impl = {
     .isa = TL_ISA_AVX512BF16,
     .name = "avx512bf16",
+    /* .dot = tl_avx512bf16_dot, ... : added with their files */
 };
