@@ -208,7 +208,8 @@ typedef struct tl_ctx_opts {
  * TILEC_CACHE_DIR) is read here and only here. On failure *out is NULL and tl_last_error() says
  * why. Threads: 1..1024. */
 TL_API tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out);
-/* Stops the workers and frees the context and every plan made from it. NULL is a no-op. */
+/* Stops the workers and frees the context and every plan made from it. NULL is a no-op, and so
+ * is a call from inside a body. */
 TL_API void tl_ctx_free(tl_ctx *ctx);
 /* Message of the last failed call on this context; "" after a success. Valid until the next call. */
 TL_API const char *tl_ctx_error(const tl_ctx *ctx);

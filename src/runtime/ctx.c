@@ -100,7 +100,7 @@ out:
 }
 
 void tl_ctx_free(tl_ctx *ctx) {
-  if (!ctx) return;
+  if (!ctx || tl_prog_current()) return; /* freeing from inside a body would pull the pool away */
   while (ctx->plans) tl_plan_free(ctx->plans);
   for (int i = 0; i < TL_MAX_SLOTS; i++)
     if (ctx->slots[i].cls && ctx->slots[i].cls->free_state) ctx->slots[i].cls->free_state(ctx->slots[i].state);

@@ -617,6 +617,8 @@ static void tl_plan_bind(tl_plan *pl, const tl_tensor *in, const tl_tensor *out)
 
 tl_status tl_plan_run(tl_plan *pl, const tl_tensor *in, const tl_tensor *out) {
   if (!pl) return tl_fail_tls(TL_ERR_INVALID, "tl_plan_run: plan is NULL");
+  if (tl_cur_prog) /* a run from a body would share the plan's counters and the pool */
+    return tl_fail_tls(TL_ERR_INVALID, "tl_plan_run '%s': called from inside a body (use tl_pipeline_run for a nested grid)", pl->name);
   tl_ctx *ctx = pl->ctx;
   if ((pl->n_in && !in) || (pl->n_out && !out))
     return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_plan_run '%s': %s is NULL", pl->name, pl->n_in && !in ? "in" : "out");

@@ -551,6 +551,8 @@ out:
 
 tl_status tl_plan_new(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl_tensor *out, tl_plan **plan) {
   if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_plan_new: ctx is NULL");
+  if (tl_prog_current()) /* the context's lists and messages are not for workers */
+    return tl_fail_tls(TL_ERR_INVALID, "tl_plan_new: called from inside a body (use tl_pipeline_run for a nested grid)");
   if (!plan) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_plan_new: plan is NULL");
   tl_status s = tl_plan_build(ctx, k, in, out, 0, ctx->err, sizeof ctx->err, plan);
   if (s == TL_OK) tl_ctx_ok(ctx);

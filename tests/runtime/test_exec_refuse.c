@@ -245,7 +245,33 @@ static void test_interpret(void) {
   tl_ctx_free(ctx);
 }
 
+/* A body calling back into the API (other than tl_pipeline_run, tl_stage_pump, tl_prog_fail). */
+typedef struct reentry { tl_ctx *ctx; const tl_kernel *k; tl_plan *plan; tl_status s_new, s_run; } reentry;
+static void reentrant_body(const tl_prog *p, tl_ref *refs, void *user) {
+  reentry *r = user;
+  tl_plan *inner = NULL;
+  r->s_new = tl_plan_new(r->ctx, r->k, NULL, NULL, &inner);
+  r->s_run = tl_plan_run(r->plan, NULL, NULL);
+  tl_ctx_free(r->ctx); /* a no-op from a body */
+  (void)p, (void)refs;
+}
+
+static void test_reentry(void) {
+  tl_ctx *ctx = make_ctx(2);
+  reentry r = {.ctx = ctx};
+  tl_kernel k = {.name = "reentrant", .body = reentrant_body, .user = &r, .grid_ndim = 1, .grid = {1}};
+  r.k = &k;
+  REQUIRE(tl_plan_new(ctx, &k, NULL, NULL, &r.plan) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(tl_plan_run(r.plan, NULL, NULL) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(r.s_new == TL_ERR_INVALID && r.s_run == TL_ERR_INVALID, "tl_plan_new/run from a body refused: %s %s",
+        tl_status_name(r.s_new), tl_status_name(r.s_run));
+  /* one parallel index: the body ran on the calling thread (worker 0), where the message is */
+  CHECK(strstr(tl_last_error(), "inside a body") != NULL, "message: %s", tl_last_error());
+  tl_ctx_free(ctx);
+}
+
 int main(void) {
+  RUN(test_reentry);
   RUN(test_refusals);
   RUN(test_interpret);
   return test_summary("runtime_exec_refuse");
