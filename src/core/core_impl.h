@@ -19,7 +19,7 @@ void tl_assert_fail(const char *expr, const char *file, int line) __attribute__(
 
 #define TL_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TL_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define TL_CDIV(a, b) (((a) + (b)-1) / (b))
+#define TL_CDIV(a, b) ((a) / (b) + ((a) % (b) != 0)) /* a >= 0, b > 0; no overflow near INT64_MAX */
 #define TL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Thread-local message for calls without a context (tl_last_error). */

@@ -190,14 +190,28 @@ double tl_load_f64(const void *base, tl_dtype dt, int64_t i) {
   }
 }
 
-/* Stores v as element i of the array at base. Floats: f64 -> f32 under the current rounding
- * mode (nearest even by default; out of range gives Inf), then f32 -> bf16/f16 as above.
- * Integers: tl_saturate. An invalid dtype writes nothing. */
+/* v rounded to f32 with round-to-odd (truncate, then set the last bit if inexact): rounding that
+ * result again to bf16/f16 with round-to-nearest-even gives the correctly rounded value of v (a
+ * plain f64 -> f32 -> 16-bit chain can round twice and miss by one ulp). */
+static float tl_f64_to_f32_odd(double v) {
+  float f = (float)v;
+  if (!isfinite(v) || (double)f == v) return f;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (fabs((double)f) > fabs(v)) u -= 1; /* rounded away from zero: step back toward it */
+  u |= 1;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Stores v as element i of the array at base. f32: f64 -> f32 under the current rounding mode
+ * (nearest even by default; out of range gives Inf); bf16/f16: correctly rounded (nearest even)
+ * from the double. Integers: tl_saturate. An invalid dtype writes nothing. */
 void tl_store_f64(void *base, tl_dtype dt, int64_t i, double v) {
   switch (dt) {
   case TL_F32: ((float *)base)[i] = (float)v; break;
-  case TL_F16: ((uint16_t *)base)[i] = tl_f32_to_f16((float)v); break;
-  case TL_BF16: ((uint16_t *)base)[i] = tl_f32_to_bf16((float)v); break;
+  case TL_F16: ((uint16_t *)base)[i] = tl_f32_to_f16(tl_f64_to_f32_odd(v)); break;
+  case TL_BF16: ((uint16_t *)base)[i] = tl_f32_to_bf16(tl_f64_to_f32_odd(v)); break;
   case TL_I8: ((int8_t *)base)[i] = (int8_t)tl_saturate(TL_I8, v); break;
   case TL_U8: ((uint8_t *)base)[i] = (uint8_t)tl_saturate(TL_U8, v); break;
   case TL_I32: ((int32_t *)base)[i] = (int32_t)tl_saturate(TL_I32, v); break;

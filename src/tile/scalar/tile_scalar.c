@@ -181,6 +181,8 @@ static int tl_sc_cast(tl_ref *dst, const tl_ref *src) {
 /* ---- elementwise ---- */
 
 /* op(x) in f32 (IDENTITY is handled exactly by the caller). */
+static int tl_sc_is_int(tl_dtype dt) { return dt == TL_I8 || dt == TL_U8 || dt == TL_I32; }
+
 static float tl_sc_unary1(tl_unary op, float x) {
   switch (op) {
   case TL_UNARY_EXP: return expf(x);
@@ -205,21 +207,27 @@ static int tl_sc_unary(tl_ref *dst, const tl_ref *src, tl_unary op) {
   int64_t n = nd ? dst->shape[nd - 1] : 1;
   int64_t sd = nd ? dst->stride[nd - 1] : 0, ss = nd ? src->stride[nd - 1] : 0;
   size_t ed = tl_dtype_size(dst->dtype), esrc = tl_dtype_size(src->dtype);
+  const int ints = tl_sc_is_int(dst->dtype) && tl_sc_is_int(src->dtype);
   int64_t idx[TL_MAX_DIMS] = {0};
   do {
     char *d = (char *)dst->data + tl_sc_row_off(nd, dst->stride, idx) * (int64_t)ed;
     const char *s = (const char *)src->data + tl_sc_row_off(nd, src->stride, idx) * (int64_t)esrc;
     for (int64_t j = 0; j < n; j++) {
       double v = tl_load_f64(s, src->dtype, j * ss);
-      if (op != TL_UNARY_IDENTITY) v = tl_sc_unary1(op, (float)v);
+      if (ints && op == TL_UNARY_NEG) v = -v; /* exact for integers */
+      else if (ints && op == TL_UNARY_RELU) v = v > 0 ? v : 0;
+      else if (op != TL_UNARY_IDENTITY) v = tl_sc_unary1(op, (float)v);
       tl_store_f64(d, dst->dtype, j * sd, v);
     }
   } while (tl_sc_next(nd - 1, dst->shape, idx));
   return 1;
 }
 
-/* x op y in f32; max and min return the first NaN operand. */
-static float tl_sc_binary1(tl_binary op, float x, float y) {
+/* x op y; max and min return the first NaN operand. Callers pass f32 values and round the result
+ * to f32 (computing +, -, *, / of f32 values in double and rounding once gives the correctly
+ * rounded f32 result), or, when every operand is an integer, exact values (so i32 stays exact
+ * beyond 2^24). */
+static double tl_sc_binary1(tl_binary op, double x, double y) {
   switch (op) {
   case TL_BINARY_ADD: return x + y;
   case TL_BINARY_SUB: return x - y;
@@ -245,23 +253,25 @@ static int tl_sc_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary
   int64_t n = nd ? dst->shape[nd - 1] : 1;
   int64_t sd = nd ? dst->stride[nd - 1] : 0, sa = nd ? a->stride[nd - 1] : 0, sb = nd ? bst[nd - 1] : 0;
   size_t ed = tl_dtype_size(dst->dtype), ea = tl_dtype_size(a->dtype), eb = tl_dtype_size(b->dtype);
+  const int ints = tl_sc_is_int(dst->dtype) && tl_sc_is_int(a->dtype) && tl_sc_is_int(b->dtype);
   int64_t idx[TL_MAX_DIMS] = {0};
   do {
     char *d = (char *)dst->data + tl_sc_row_off(nd, dst->stride, idx) * (int64_t)ed;
     const char *pa = (const char *)a->data + tl_sc_row_off(nd, a->stride, idx) * (int64_t)ea;
     const char *pb = (const char *)b->data + tl_sc_row_off(nd, bst, idx) * (int64_t)eb;
     for (int64_t j = 0; j < n; j++) {
-      float x = (float)tl_load_f64(pa, a->dtype, j * sa);
-      float y = (float)tl_load_f64(pb, b->dtype, j * sb);
-      tl_store_f64(d, dst->dtype, j * sd, tl_sc_binary1(op, x, y));
+      double x = tl_load_f64(pa, a->dtype, j * sa), y = tl_load_f64(pb, b->dtype, j * sb);
+      if (ints) {
+        tl_store_f64(d, dst->dtype, j * sd, tl_sc_binary1(op, x, y));
+      } else {
+        tl_store_f64(d, dst->dtype, j * sd, (float)tl_sc_binary1(op, (float)x, (float)y));
+      }
     }
   } while (tl_sc_next(nd - 1, dst->shape, idx));
   return 1;
 }
 
 /* ---- reduce ---- */
-
-static int tl_sc_is_int(tl_dtype dt) { return dt == TL_I8 || dt == TL_U8 || dt == TL_I32; }
 
 /* dst = reduce src over axis (0..ndim-1): for each index of src with idx[axis] = 0, the values
  * along axis are combined and stored at the matching dst index (axis kept as 1 or removed). */
