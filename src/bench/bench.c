@@ -57,8 +57,9 @@ static tl_status tl_bench_config(const tl_bench_opts *opts, tl_bench_cfg *c) {
   if (opts) o = *opts;
   else memset(&o, 0, sizeof o);
   if (tl_bench_bad(o.warmup_s) || tl_bench_bad(o.min_time_s) || tl_bench_bad(o.max_time_s) || tl_bench_bad(o.stable) ||
-      tl_bench_bad(o.pause_s) || isinf(o.warmup_s) || isinf(o.min_time_s) || isinf(o.max_time_s) || isinf(o.pause_s))
-    return tl_fail_tls(TL_ERR_INVALID, "tl_bench_run: times and stable must be finite and >= 0 (warmup_s %g, min_time_s %g, "
+      tl_bench_bad(o.pause_s) || isinf(o.warmup_s) || isinf(o.min_time_s) || isinf(o.max_time_s) || isinf(o.pause_s) ||
+      isinf(o.stable) || o.pause_s > 3600 || o.warmup_s > 1e6 || o.min_time_s > 1e6 || o.max_time_s > 1e6)
+    return tl_fail_tls(TL_ERR_INVALID, "tl_bench_run: times and stable must be finite and >= 0, pause_s at most 3600 s (warmup_s %g, min_time_s %g, "
                                        "max_time_s %g, stable %g, pause_s %g)",
                        o.warmup_s, o.min_time_s, o.max_time_s, o.stable, o.pause_s);
   if (o.min_reps < 0 || o.max_reps < 0 || o.max_reps > TL_BENCH_MAX_REPS)

@@ -51,7 +51,12 @@ int tl_kcase_tensor_bytes(const tl_kcase *kc, int64_t *bytes);
 
 
 
+/* The largest tensor (elements) a registry kernel builds: 2^36 (256 GiB of f32, beyond any machine
+ * here); larger shapes are TL_ERR_SHAPE before anything is allocated. */
+#define TL_KCASE_MAX_ELEMS ((int64_t)1 << 36)
+/* a * b when it is at most TL_KCASE_MAX_ELEMS, else -1 (with a message in err). */
+int64_t tl_kcase_elems(int64_t a, int64_t b, const char *what, char *err, size_t errn);
 /* Allocates buffer slot `slot` of kc with n random f32 values in [lo, hi) (deterministic from
- * seed); NULL when out of memory. */
+ * seed); NULL when out of memory or n is outside 0..TL_KCASE_MAX_ELEMS. */
 float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double hi, uint64_t seed);
 #endif /* TL_KERNELS_IMPL_H */

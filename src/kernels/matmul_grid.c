@@ -24,6 +24,9 @@ static tl_status tl_mm_make(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *
     return TL_ERR_SHAPE;
   }
   const int64_t M = d[0], N = d[1], K = d[2], BM = 64, BN = 64, BK = 64;
+  if (tl_kcase_elems(M, K, "matmul_grid A", err, errn) < 0 || tl_kcase_elems(K, N, "matmul_grid B", err, errn) < 0 ||
+      tl_kcase_elems(M, N, "matmul_grid C", err, errn) < 0)
+    return TL_ERR_SHAPE;
   memset(kc, 0, sizeof *kc);
   snprintf(kc->name, sizeof kc->name, "matmul_grid");
   snprintf(kc->shape, sizeof kc->shape, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);

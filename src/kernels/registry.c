@@ -70,7 +70,18 @@ int tl_kcase_tensor_bytes(const tl_kcase *kc, int64_t *bytes) {
 
 /* Allocates buffer slot `slot` of n f32 values, uniform in [lo, hi) from seed (xorshift64*);
  * NULL on failure. Values are written by rows so the pages are touched. */
+int64_t tl_kcase_elems(int64_t a, int64_t b, const char *what, char *err, size_t errn) {
+  int64_t n;
+  if (tl_mul_ovf(a, b, &n) || n > TL_KCASE_MAX_ELEMS) {
+    tl_msg(err, errn, "%s: %lld x %lld elements is more than the %lld a kernel instance may have", what, (long long)a,
+           (long long)b, (long long)TL_KCASE_MAX_ELEMS);
+    return -1;
+  }
+  return n;
+}
+
 float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double hi, uint64_t seed) {
+  if (n < 0 || n > TL_KCASE_MAX_ELEMS) return NULL;
   float *p = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * sizeof(float));
   if (!p) return NULL;
   kc->bufs[slot] = p;

@@ -27,6 +27,7 @@ static tl_status tl_softmax_make(tl_ctx *ctx, const char *shape, tl_kcase *kc, c
     return TL_ERR_SHAPE;
   }
   const int64_t rows = d[0], cols = d[1];
+  if (tl_kcase_elems(rows, cols, "softmax_rows", err, errn) < 0) return TL_ERR_SHAPE;
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
   /* rows per block: input and output blocks within half the budget, at most 16 */

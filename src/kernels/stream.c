@@ -39,6 +39,7 @@ static tl_status tl_stream_make(tl_ctx *ctx, const char *shape, tl_kcase *kc, in
   int n = tl_shape_parse(shape, d, 2, err, errn);
   if (n < 0) return TL_ERR_SHAPE;
   int64_t rows = n == 2 ? d[0] : 1, cols = n == 2 ? d[1] : d[0];
+  if (tl_kcase_elems(rows, cols, scale ? "scale" : "copy", err, errn) < 0) return TL_ERR_SHAPE;
   memset(kc, 0, sizeof *kc);
   snprintf(kc->name, sizeof kc->name, "%s", scale ? "scale" : "copy");
   snprintf(kc->shape, sizeof kc->shape, "%lldx%lld", (long long)rows, (long long)cols);

@@ -231,7 +231,7 @@ static void tl_probe_sanitize(const char *s, char *out, size_t n) {
  * the feature mask too, and the cache format version. */
 static void tl_probe_key(const tl_ctx_info *in, char *key, size_t n) {
   char full[512], vendor[32];
-  snprintf(full, sizeof full, "tilec-machine-1|%s|%s|%u|%u|%u|%u|%s|%d", in->cpu.vendor, in->cpu.brand,
+  snprintf(full, sizeof full, "tilec-machine-2|%s|%s|%u|%u|%u|%u|%s|%d", in->cpu.vendor, in->cpu.brand,
            in->cpu.family, in->cpu.model, in->cpu.stepping, in->cpu.features, tl_isa_name(in->isa), in->threads);
   tl_probe_sanitize(in->cpu.vendor[0] ? in->cpu.vendor : "unknown", vendor, sizeof vendor);
   snprintf(key, n, "%s-%u-%u-%u-%s-t%d-%016llx", vendor, in->cpu.family, in->cpu.model, in->cpu.stepping,

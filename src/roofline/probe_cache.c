@@ -1,7 +1,7 @@
 /* probe_cache.c — the probe's cache file: one tl_machine as a small JSON object, written
  * atomically and read back by a strict little parser.
  *
- *   {"format": "tilec-machine-1", "cpu_key": "...", "name": "host", "description": "...",
+ *   {"format": "tilec-machine-2", "cpu_key": "...", "name": "host", "description": "...",
  *    "cores": 2, "measured": 1,
  *    "units": [{"name": "avx512-fma", "dtype": "f32", "peak": 1.1e+11, "peak_1t": ...,
  *               "spread": 0.01, "source": "..."}, ...],
@@ -29,7 +29,7 @@
 
 #include "probe_impl.h"
 
-#define TL_CACHE_FORMAT "tilec-machine-1"
+#define TL_CACHE_FORMAT "tilec-machine-2" /* bump whenever what is measured or how changes */
 #define TL_CACHE_MAX_BYTES (1 << 20)
 #define TL_CACHE_MAX_DEPTH 16
 

@@ -112,6 +112,7 @@ static size_t tl_probe_sweep(tl_probe_mem *pm, size_t lo, size_t hi, int steps) 
   int n = 0;
   for (double s = (double)lo; s <= (double)hi * 1.0001 && n < TL_PROBE_SWEEP_MAX; s *= exp2(1.0 / steps)) {
     size_t total = tl_probe_round((size_t)s);
+    if (total > hi) total = tl_probe_round(hi); /* the buffer holds hi, not the 1.0001 slack */
     size[n] = (double)total;
     bw[n] = tl_probe_bw(pm, TL_PROBE_READ, total, 0, 0).median;
     char b1[32];

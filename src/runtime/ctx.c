@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime_impl.h"
 
@@ -40,8 +41,8 @@ static void tl_ctx_cache_dir(const char *opt, char *out, size_t n) {
     snprintf(out, n, "%s/tilec", e);
   else if ((e = getenv("HOME")) && *e)
     snprintf(out, n, "%s/.cache/tilec", e);
-  else
-    snprintf(out, n, "/tmp/tilec-cache");
+  else /* no home: a per-user folder, not one shared name others could pre-create */
+    snprintf(out, n, "/tmp/tilec-cache-%u", (unsigned)getuid());
 }
 
 tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out) {
@@ -54,7 +55,7 @@ tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out) {
 
   tl_cpu_info cpu;
   tl_cpu_detect(&cpu);
-  int threads = opts->threads ? opts->threads : (cpu.cpus_allowed > 0 ? cpu.cpus_allowed : 1);
+  int threads = opts->threads ? opts->threads : TL_MAX(1, TL_MIN(cpu.cpus_allowed, TL_MAX_THREADS));
   if (threads < 1 || threads > TL_MAX_THREADS)
     return tl_fail_tls(TL_ERR_INVALID, "tl_ctx_new: threads is %d, must be 0 (all allowed CPUs) or 1..%d",
                        opts->threads, TL_MAX_THREADS);

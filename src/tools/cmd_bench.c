@@ -95,8 +95,9 @@ static int tl_bench_parse_peers(const char *list, unsigned *out) {
   if (!*list || strlen(list) >= sizeof buf) return tl_tool_usage_error(TL_CMD, "--peers: expected a comma-separated list");
   snprintf(buf, sizeof buf, "%s", list);
   unsigned m = 0;
+  int names = 0;
   char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), names++) {
     unsigned bit = 0;
     if (!strcmp(t, "all")) bit = TL_BPEER_ALL;
     else if (!strcmp(t, "none")) bit = 0;
@@ -106,6 +107,7 @@ static int tl_bench_parse_peers(const char *list, unsigned *out) {
     else return tl_tool_usage_error(TL_CMD, "--peers: unknown peer '%s' (openblas, blis, onednn, torch, all, none)", t);
     m |= bit;
   }
+  if (!names) return tl_tool_usage_error(TL_CMD, "--peers: expected a comma-separated list, got '%s'", list);
   *out = m;
   return TL_EXIT_OK;
 }
@@ -233,16 +235,6 @@ static int tl_bench_write_csv(const tl_benv *env, FILE *f, const char *path) {
   }
   if (fclose(f) != 0) return tl_tool_fail(TL_CMD, "writing %s failed", path);
   return TL_EXIT_OK;
-}
-
-/* Writes s into a gnuplot single-quoted string (quotes doubled). */
-static void tl_gp_string(FILE *f, const char *s) {
-  fputc('\'', f);
-  for (; *s; s++) {
-    if (*s == '\'') fputc('\'', f);
-    fputc(*s, f);
-  }
-  fputc('\'', f);
 }
 
 /* Plots GB/s against size, one panel per operation, one line per implementation, with gnuplot.

@@ -499,6 +499,20 @@ int tl_cmd_explain(int argc, char **argv) {
   }
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
+  /* every shape is checked before anything is probed or printed (bad usage: exit 2, no output) */
+  for (int i = 0; i < a.nshapes; i++) {
+    tl_kcase kc;
+    char err[512] = "";
+    s = a.kernel->make(ctx, a.shapes[i], &kc, err, sizeof err);
+    if (s == TL_OK) {
+      tl_kcase_free(&kc);
+    } else {
+      rc = s == TL_ERR_NOMEM ? tl_tool_fail(TL_CMD, "%s %s: %s", a.kernel->name, a.shapes[i], err)
+                             : tl_tool_usage_error(TL_CMD, "%s: bad shape '%s' (%s): %s", a.kernel->name, a.shapes[i],
+                                                   a.kernel->shape_syntax, err);
+      goto out;
+    }
+  }
   if (!a.machine) {
     int announced = 0;
     s = tl_machine_probe(ctx, 0, tl_explain_progress, &announced, &m);

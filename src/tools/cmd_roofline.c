@@ -131,63 +131,65 @@ static void tl_rl_csv(FILE *f, const tl_rl_row *rows, int n) {
   }
 }
 
-/* Writes the gnuplot script and data next to the plot and runs gnuplot; returns 0 on success. */
+/* Plots the ceilings and the kernels with gnuplot, the script fed through a pipe (no shell sees
+ * the file name) and the points given inline; returns 0 on success, 1 without gnuplot or when it
+ * fails. */
 static int tl_rl_plot(const char *png, const tl_machine *m, const tl_rl_row *rows, int n) {
   if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
     fprintf(stderr, "tilec roofline: gnuplot is not installed: no plot (the CSV has every number; "
                     "`apt-get install gnuplot-nox` or `make run` as root installs it)\n");
     return 1;
   }
-  char gp[600], dat[600];
-  snprintf(gp, sizeof gp, "%s.gp", png);
-  snprintf(dat, sizeof dat, "%s.dat", png);
-  FILE *fd = fopen(dat, "w");
-  if (!fd) return fprintf(stderr, "tilec roofline: cannot write %s: %s\n", dat, strerror(errno)), 1;
-  int points = 0;
-  for (int i = 0; i < n; i++)
-    if (rows[i].status == 0 && rows[i].flops > 0 && rows[i].intensity > 0) {
-      fprintf(fd, "%g %g \"%s %s\"\n", rows[i].intensity, rows[i].gflops, rows[i].kernel, rows[i].shape);
-      points++;
-    }
-  fclose(fd);
-  FILE *f = fopen(gp, "w");
-  if (!f) return fprintf(stderr, "tilec roofline: cannot write %s: %s\n", gp, strerror(errno)), 1;
-  fprintf(f, "set terminal pngcairo size 1200,800 noenhanced font ',10'\n");
-  fprintf(f, "set output '%s'\n", png);
-  fprintf(f, "set title 'tilec roofline: %s (%d threads)'\n", m->description[0] ? m->description : m->name, m->cores);
-  fprintf(f, "set logscale xy\nset grid\nset key outside right top\n");
-  fprintf(f, "set xlabel 'arithmetic intensity (FLOP per byte moved)'\nset ylabel 'GFLOP/s'\n");
+  FILE *f = popen("gnuplot", "w");
+  if (!f) return fprintf(stderr, "tilec roofline: cannot start gnuplot: %s\n", strerror(errno)), 1;
+  fprintf(f, "set terminal pngcairo size 1200,800 noenhanced font ',10'\nset output ");
+  tl_gp_string(f, png);
+  fprintf(f, "\nset title ");
+  char title[300];
+  snprintf(title, sizeof title, "tilec roofline: %s (%d threads)", m->description[0] ? m->description : m->name, m->cores);
+  tl_gp_string(f, title);
   double top = 1;
   for (int u = 0; u < m->nunits; u++) top = fmax(top, m->units[u].peak / 1e9);
+  fprintf(f, "\nset logscale xy\nset grid\nset key outside right top\n");
+  fprintf(f, "set xlabel 'arithmetic intensity (FLOP per byte moved)'\nset ylabel 'GFLOP/s'\n");
   fprintf(f, "set xrange [0.01:1000]\nset yrange [0.1:%g]\n", top * 4);
+  int points = 0;
+  for (int i = 0; i < n; i++) points += rows[i].status == 0 && rows[i].flops > 0 && rows[i].intensity > 0;
+  if (points) { /* inline data block: intensity, GFLOP/s, label */
+    fprintf(f, "$kernels << EOD\n");
+    for (int i = 0; i < n; i++)
+      if (rows[i].status == 0 && rows[i].flops > 0 && rows[i].intensity > 0)
+        fprintf(f, "%g %g \"%s %s\"\n", rows[i].intensity, rows[i].gflops, rows[i].kernel, rows[i].shape);
+    fprintf(f, "EOD\n");
+  }
   fprintf(f, "plot ");
   int first = 1;
+  char t[96];
   for (int u = 0; u < m->nunits; u++) {
     if (m->units[u].peak <= 0) continue;
-    fprintf(f, "%s%g title '%s %s: %.0f GFLOP/s' with lines lw 2", first ? "" : ", ", m->units[u].peak / 1e9, m->units[u].name,
-            tl_dtype_name(m->units[u].dtype), m->units[u].peak / 1e9);
+    snprintf(t, sizeof t, "%s %s: %.0f GFLOP/s", m->units[u].name, tl_dtype_name(m->units[u].dtype), m->units[u].peak / 1e9);
+    fprintf(f, "%s%g title ", first ? "" : ", ", m->units[u].peak / 1e9);
+    tl_gp_string(f, t);
+    fprintf(f, " with lines lw 2");
     first = 0;
   }
   for (int l = 0; l < m->nlevels; l++) {
     if (m->levels[l].read_bw <= 0) continue;
-    fprintf(f, "%s%g*x title '%s: %.0f GB/s' with lines dt 2 lw 2", first ? "" : ", ", m->levels[l].read_bw / 1e9,
-            m->levels[l].name, m->levels[l].read_bw / 1e9);
+    snprintf(t, sizeof t, "%s: %.0f GB/s", m->levels[l].name, m->levels[l].read_bw / 1e9);
+    fprintf(f, "%s%g*x title ", first ? "" : ", ", m->levels[l].read_bw / 1e9);
+    tl_gp_string(f, t);
+    fprintf(f, " with lines dt 2 lw 2");
     first = 0;
   }
   if (points)
-    fprintf(f, "%s'%s' using 1:2 title 'kernels' with points pt 7 ps 1.5, '%s' using 1:2:3 notitle with labels offset 1,1 left",
-            first ? "" : ", ", dat, dat);
+    fprintf(f, "%s$kernels using 1:2 title 'kernels' with points pt 7 ps 1.5, $kernels using 1:2:3 notitle with labels offset 1,1 left",
+            first ? "" : ", ");
   fprintf(f, "\n");
-  fclose(f);
-  char cmd[1400];
-  snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
-  int rc = system(cmd);
+  int rc = pclose(f);
   if (rc != 0) {
-    fprintf(stderr, "tilec roofline: gnuplot failed (exit %d); script kept in %s\n", rc, gp);
+    fprintf(stderr, "tilec roofline: gnuplot failed (status %d): no plot\n", rc);
     return 1;
   }
-  remove(gp);
-  remove(dat);
   return 0;
 }
 
@@ -196,7 +198,7 @@ int tl_cmd_roofline(int argc, char **argv) {
   const char *only[TL_RL_MAX_KERNELS];
   int nonly = 0, quick = 0, json = 0, force = 0, plot = 1;
   long threads = 0;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc;) { /* tl_tool_flag_value advances i past a flag and its value */
     const char *v;
     int r;
     if ((r = tl_tool_flag_value(cmd, argc, argv, &i, "--csv", &v))) {
@@ -218,15 +220,15 @@ int tl_cmd_roofline(int argc, char **argv) {
     } else if ((r = tl_tool_flag_value(cmd, argc, argv, &i, "--threads", &v))) {
       if (r < 0 || tl_tool_parse_int(cmd, "--threads", v, 1, 1024, &threads) < 0) return TL_EXIT_USAGE;
     } else if (!strcmp(argv[i], "--quick")) {
-      quick = 1;
+      quick = 1, i++;
     } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
+      json = 1, i++;
     } else if (!strcmp(argv[i], "--no-plot")) {
-      plot = 0;
+      plot = 0, i++;
     } else if (!strcmp(argv[i], "--force-probe")) {
-      force = 1;
+      force = 1, i++;
     } else {
-      return tl_tool_usage_error(cmd, "unknown argument '%s' (see tilec roofline --help)", argv[i]);
+      return tl_tool_bad_arg(cmd, argv[i]);
     }
   }
   tl_ctx *ctx;
@@ -304,7 +306,10 @@ int tl_cmd_roofline(int argc, char **argv) {
     fclose(f);
     fprintf(stderr, "tilec roofline: wrote %s\n", csv);
   }
-  if (plot && tl_rl_plot(png, &m, rows, n) == 0) fprintf(stderr, "tilec roofline: wrote %s\n", png);
+  if (plot) {
+    if (tl_rl_plot(png, &m, rows, n) == 0) fprintf(stderr, "tilec roofline: wrote %s\n", png);
+    else if (system("command -v gnuplot >/dev/null 2>&1") == 0) bad++; /* gnuplot there but failed */
+  }
   tl_ctx_free(ctx);
   return bad ? TL_EXIT_FAIL : TL_EXIT_OK;
 }

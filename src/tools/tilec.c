@@ -96,6 +96,15 @@ int tl_tool_ctx_flag(const char *cmd, int argc, char **argv, int *i, tl_ctx_opts
   return 0;
 }
 
+void tl_gp_string(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++) {
+    if (*s == '\'') fputc('\'', f);
+    fputc(*s, f);
+  }
+  fputc('\'', f);
+}
+
 int tl_tool_bad_arg(const char *cmd, const char *arg) {
   if (arg[0] == '-') return tl_tool_usage_error(cmd, "unknown option '%s' (see tilec %s --help)", arg, cmd);
   return tl_tool_usage_error(cmd, "unexpected argument '%s' (see tilec %s --help)", arg, cmd);

@@ -65,6 +65,10 @@ int tl_tool_ctx_flag(const char *cmd, int argc, char **argv, int *i, tl_ctx_opts
  * returns TL_EXIT_USAGE. */
 int tl_tool_bad_arg(const char *cmd, const char *arg);
 
+/* Writes s as a gnuplot single-quoted string (quotes doubled): file names and titles go into
+ * scripts fed to gnuplot's stdin this way, never through a shell. */
+void tl_gp_string(FILE *f, const char *s);
+
 /* Writes s as a JSON string literal (quotes included, control characters and non-ASCII-safe
  * escapes applied; bytes >= 0x80 are copied, so valid UTF-8 stays valid). NULL writes null. */
 void tl_json_string(FILE *f, const char *s);

@@ -53,7 +53,8 @@ static void test_all_kernels(void) {
   }
   CHECK(tl_kernel_find("nope") == NULL && tl_kernel_find(NULL) == NULL && tl_kernel_at(-1) == NULL, "unknown names");
   /* bad shapes */
-  const char *bad[] = {"", "0x5", "-3x4", "4x", "4y5", "1x2x3x4", "12345678901234x2"};
+  const char *bad[] = {"", "0x5", "-3x4", "4x", "4y5", "1x2x3x4", "12345678901234x2", "4294967296x1x4294967296",
+                       "1099511627776x1099511627776x2"};
   const tl_kernel_desc *mm = tl_kernel_find("matmul_grid");
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     tl_kcase kc;
@@ -64,6 +65,13 @@ static void test_all_kernels(void) {
   tl_kcase kc;
   char err[256] = "";
   CHECK(mm->make(ctx, "64x64", &kc, err, sizeof err) == TL_ERR_SHAPE && strstr(err, "MxNxK"), "matmul needs 3 sizes: %s", err);
+  /* products that overflow or exceed any memory are refused before allocating */
+  const char *huge[] = {"scale", "2147483648x2147483648", "copy", "1099511627776x1099511627776", "softmax_rows", "2147483648x2147483648"};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i += 2) {
+    err[0] = 0;
+    tl_status s = tl_kernel_find(huge[i])->make(ctx, huge[i + 1], &kc, err, sizeof err);
+    CHECK(s == TL_ERR_SHAPE && strstr(err, "elements"), "%s %s refused: %s %s", huge[i], huge[i + 1], tl_status_name(s), err);
+  }
   tl_ctx_free(ctx);
 }
 
