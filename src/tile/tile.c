@@ -9,8 +9,8 @@
  * tl_prog_current()), with a message naming the op, the operand and the numbers; the op then does
  * nothing. Outside a body (program NULL) misuse is silently ignored, again touching nothing.
  *
- * Dispatch: the implementations are tried from the program's ISA level (outside a body: the best
- * the CPU has) down to TL_ISA_SCALAR; the first whose function is non-NULL and returns 1 has done
+ * Dispatch: the implementations are tried from the program's ISA level (outside a body: only the
+ * scalar reference, since no context says which paths are allowed) down to TL_ISA_SCALAR; the first whose function is non-NULL and returns 1 has done
  * the work. The scalar reference accepts everything that passes the checks.
  *
  * Strides are not checked: a row-major output whose strides make distinct indices share memory
@@ -132,16 +132,10 @@ static int tl_same_shape(const tl_ref *x, const tl_ref *y) {
   return 1;
 }
 
-/* The ISA level to start dispatch at: the program's, or the CPU's best outside a body. */
+/* The ISA level to start dispatch at: the program's; outside a body no context says which paths
+ * are allowed (TILEC_ISA caps a context), so the scalar reference runs. */
 static tl_isa tl_tile_start(const tl_prog *p) {
-  tl_isa isa;
-  if (p) {
-    isa = tl_prog_isa(p);
-  } else {
-    tl_cpu_info ci;
-    tl_cpu_detect(&ci);
-    isa = ci.isa_max;
-  }
+  tl_isa isa = p ? tl_prog_isa(p) : TL_ISA_SCALAR;
   if ((int)isa < 0) isa = TL_ISA_SCALAR;
   if ((int)isa >= TL_ISA_COUNT) isa = (tl_isa)(TL_ISA_COUNT - 1);
   return isa;
