@@ -447,7 +447,7 @@ tl_status tl_plan_build(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, co
   pl->nops = k->n_in + k->n_out;
   pl->n_scratch = k->n_scratch;
   pl->interpret = ctx->info.interpret;
-  pl->isa = ctx->info.isa;
+  pl->isa = nested ? ctx->info.isa : tl_ctx_need_amx(ctx); /* AMX permission before any body runs */
 
   /* grid and semantics */
   int seen_arbitrary = 0;

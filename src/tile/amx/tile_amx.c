@@ -11,5 +11,5 @@ int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
 const tl_tile_impl tl_tile_amx_impl = {
     .isa = TL_ISA_AMX,
     .name = "amx",
-    /* .dot = tl_amx_dot, ... : added with their files */
+    .dot = tl_amx_dot,
 };

@@ -11,5 +11,5 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
 const tl_tile_impl tl_tile_avx512bf16_impl = {
     .isa = TL_ISA_AVX512BF16,
     .name = "avx512bf16",
-    /* .dot = tl_avx512bf16_dot, ... : added with their files */
+    .dot = tl_avx512bf16_dot,
 };

@@ -1,0 +1,124 @@
+/* tile_dot.c — micro-benchmark of tl_tile_dot per ISA level (tilec_bench_tile_dot; not run by
+ * the tests). Operands stay in L1: f32 64x64x64 (b row-major), bf16 64x64x128 and u8 x s8
+ * 64x64x128 (b tiled in the AMX B layout: 32x16 vnni 2 / 64x16 vnni 4), acc f32 / i32 with
+ * TL_DOT_ACCUMULATE. Each measurement is one tl_call of a one-step kernel on a context capped at
+ * the level (threads 1) whose body times `reps` dots; levels and dtypes are interleaved over
+ * rounds and the best round is reported, as GFLOP/s (a multiply-add counts 2).
+ *
+ *   tilec_bench_tile_dot [rounds]     (default 7)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tilec.h>
+
+typedef struct bench_job {
+  tl_ref acc, a, b;
+  int64_t reps;
+  double seconds;
+} bench_job;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The body: reps dots on the job's refs, timed. */
+static void bench_body(const tl_prog *p, tl_ref *refs, void *user) {
+  bench_job *j = user;
+  tl_tile_dot(p, &j->acc, &j->a, &j->b, TL_DOT_ACCUMULATE); /* warm up */
+  double t0 = now_s();
+  for (int64_t r = 0; r < j->reps; r++) tl_tile_dot(p, &j->acc, &j->a, &j->b, TL_DOT_ACCUMULATE);
+  j->seconds = now_s() - t0;
+  ((float *)refs[1].data)[0] = 0.0f;
+}
+
+/* A 2-D ref over data: row-major (layout zero) or tiled. */
+static tl_ref make_ref(void *data, tl_dtype dt, int64_t r, int64_t c, tl_layout l) {
+  tl_ref x;
+  memset(&x, 0, sizeof x);
+  x.data = data;
+  x.dtype = dt;
+  x.ndim = 2;
+  x.shape[0] = x.valid[0] = r;
+  x.shape[1] = x.valid[1] = c;
+  if (!l.tiled) {
+    x.stride[0] = c;
+    x.stride[1] = 1;
+  }
+  x.layout = l;
+  return x;
+}
+
+int main(int argc, char **argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 7;
+  if (rounds < 1) rounds = 1;
+  static _Alignas(64) float fa[64 * 64], fb[64 * 64], fc[64 * 64];
+  static _Alignas(64) uint16_t ha[64 * 128], hb[128 * 64];
+  static _Alignas(64) uint8_t ia[64 * 128], ib[128 * 64];
+  static _Alignas(64) int32_t ic[64 * 64];
+  for (int i = 0; i < 64 * 64; i++) fa[i] = fb[i] = 1.0f / (float)(1 + i % 13), fc[i] = 0;
+  for (int i = 0; i < 64 * 128; i++) ha[i] = hb[i] = 0x3C00 + (uint16_t)(i % 61), ia[i] = (uint8_t)(i % 7), ib[i] = (uint8_t)(i % 5);
+  const char *levels[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
+  const char *kinds[] = {"f32 64x64x64", "bf16 64x64x128", "u8xs8 64x64x128"};
+  double best[5][3] = {{0}};
+  int have[5] = {0};
+  tl_ctx *ctx[5] = {0};
+  for (int l = 0; l < 5; l++) {
+    tl_ctx_opts o = {.threads = 1, .isa = levels[l]};
+    if (tl_ctx_new(&o, &ctx[l]) != TL_OK) continue;
+    tl_ctx_info info;
+    tl_ctx_info_get(ctx[l], &info);
+    have[l] = (int)info.isa == l;
+  }
+  static float din[1], dout[1];
+  int64_t one[1] = {1};
+  tl_tensor x = tl_tensor_make(din, TL_F32, 1, one), y = tl_tensor_make(dout, TL_F32, 1, one);
+  tl_blockspec spec = {.ndim = 1, .block = {1}};
+  for (int r = 0; r < rounds; r++) {
+    for (int kind = 0; kind < 3; kind++) {
+      for (int l = 0; l < 5; l++) {
+        if (!have[l]) continue;
+        bench_job j;
+        int64_t kk = kind == 0 ? 64 : 128;
+        if (kind == 0) {
+          j.a = make_ref(fa, TL_F32, 64, 64, (tl_layout){0});
+          j.b = make_ref(fb, TL_F32, 64, 64, (tl_layout){0});
+          j.acc = make_ref(fc, TL_F32, 64, 64, (tl_layout){0});
+        } else if (kind == 1) {
+          j.a = make_ref(ha, TL_BF16, 64, 128, (tl_layout){0});
+          j.b = make_ref(hb, TL_BF16, 128, 64, (tl_layout){.tiled = 1, .vnni = 2, .tile_r = 32, .tile_c = 16});
+          j.acc = make_ref(fc, TL_F32, 64, 64, (tl_layout){0});
+        } else {
+          j.a = make_ref(ia, TL_U8, 64, 128, (tl_layout){0});
+          j.b = make_ref(ib, TL_I8, 128, 64, (tl_layout){.tiled = 1, .vnni = 4, .tile_r = 64, .tile_c = 16});
+          j.acc = make_ref(ic, TL_I32, 64, 64, (tl_layout){0});
+        }
+        double flop = 2.0 * 64 * 64 * (double)kk;
+        j.reps = l == 0 ? 20 : (int64_t)(2e8 / flop); /* ~2 ms per measurement on a vector path */
+        tl_kernel k = {.name = "bench_dot", .body = bench_body, .user = &j, .n_in = 1, .in = &spec,
+                       .n_out = 1, .out = &spec};
+        if (tl_call(ctx[l], &k, &x, &y) != TL_OK) {
+          fprintf(stderr, "%s: %s\n", levels[l], tl_ctx_error(ctx[l]));
+          return 1;
+        }
+        double g = flop * (double)j.reps / j.seconds * 1e-9;
+        if (g > best[l][kind]) best[l][kind] = g;
+      }
+    }
+  }
+  printf("tl_tile_dot, 1 thread, operands in L1, best of %d interleaved rounds (GFLOP/s; int8: GOP/s)\n", rounds);
+  printf("%-12s %16s %16s %16s\n", "level", kinds[0], kinds[1], kinds[2]);
+  for (int l = 0; l < 5; l++) {
+    if (!have[l]) {
+      printf("%-12s %16s\n", levels[l], "(not on this CPU)");
+      continue;
+    }
+    printf("%-12s %16.1f %16.1f %16.1f\n", levels[l], best[l][0], best[l][1], best[l][2]);
+  }
+  for (int l = 0; l < 5; l++) tl_ctx_free(ctx[l]);
+  return 0;
+}

@@ -1,0 +1,155 @@
+/* dot_amx.c — tl_tile_dot on AMX: TDPBF16PS for bf16 and TDPBSSD / TDPBSUD / TDPBUSD /
+ * TDPBUUD for 8-bit integers, with a 2x2 block of 16x16 accumulator tiles.
+ *
+ * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles only what maps
+ * onto full AMX tiles without staging:
+ * - a row-major with unit column stride (any row stride: TILELOADD takes it), K a multiple of
+ *   32 (bf16) or 64 (int8), so every A tile is 16 rows x 64 bytes;
+ * - b tiled in the AMX B layout: vnni 2 (bf16) / 4 (int8), tile_c 16, tile_r a multiple of 32
+ *   (bf16) / 64 (int8); not TL_DOT_TRANS_B;
+ * - acc row-major with unit column stride, M and N multiples of 16.
+ * Anything else returns 0 and the AVX512-BF16 / VNNI path below takes it.
+ *
+ * Invariants:
+ * - The tile configuration (palette 1, tiles 0-7 all 16 rows x 64 bytes) is loaded with inline
+ *   `ldtilecfg` on a 64-byte buffer the asm reads (GCC 12 was seen dropping the stores that fill
+ *   a configuration it did not see used: DESIGN.md §8); TILERELEASE ends every call.
+ * - Tiles: 0-3 accumulators C[r][c], 4-5 A tiles, 6-7 B tiles.
+ * - acc is read (TILELOADD) only with TL_DOT_ACCUMULATE, else the accumulators start at zero;
+ *   each C tile is stored once after the whole K.
+ * - AMX permission: the context asks for it (tl_ctx_need_amx); as a safety net for calls outside
+ *   a plan, the path returns 0 unless the process holds it (tl_amx_request, asked once).
+ * - bf16: f32 sums per tile step in the instruction's order (pairs of k); denormal inputs read as
+ *   zero. int8: int32 arithmetic that wraps (equal to the scalar reference while the result fits).
+ * - No allocation, no locks.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "../tile_impl.h"
+
+/* Which TDP instruction a call uses. */
+typedef enum tl_amx_op { TL_AMX_BF16, TL_AMX_SS, TL_AMX_SU, TL_AMX_US, TL_AMX_UU } tl_amx_op;
+
+/* Loads palette 1 with tiles 0-7 of 16 rows x 64 bytes. The buffer is passed to the asm as a
+ * memory operand, so the compiler must complete the stores that fill it first. */
+static void tl_amx_config(void) {
+  _Alignas(64) unsigned char cfg[64];
+  memset(cfg, 0, sizeof cfg);
+  cfg[0] = 1; /* palette */
+  for (int t = 0; t < 8; t++) {
+    cfg[16 + 2 * t] = 64; /* colsb (little-endian uint16) */
+    cfg[48 + t] = 16;     /* rows */
+  }
+  __asm__ volatile("ldtilecfg %0" : : "m"(*(const unsigned char(*)[64])cfg));
+}
+
+/* C tile t (+)= A tile ta x B tile tb in op's instruction (tile numbers are immediates, hence
+ * the explicit cases). */
+#define TL_AMX_DP(op, t, ta, tb)                 \
+  do {                                           \
+    switch (op) {                                \
+    case TL_AMX_BF16: _tile_dpbf16ps(t, ta, tb); break; \
+    case TL_AMX_SS: _tile_dpbssd(t, ta, tb); break;     \
+    case TL_AMX_SU: _tile_dpbsud(t, ta, tb); break;     \
+    case TL_AMX_US: _tile_dpbusd(t, ta, tb); break;     \
+    default: _tile_dpbuud(t, ta, tb); break;            \
+    }                                            \
+  } while (0)
+
+/* A 32 x 32 block of acc over the whole K (ksteps A tiles of 64 bytes per row). a: the block's
+ * first row, lda bytes per row; b0, b1: the first B tiles of the two 16-column groups; a B tile
+ * holds kper sub-tiles of 16 rows x 64 bytes (1 KiB each), and the tile below it in k starts
+ * kstep_rows bytes later; c: the block's first element, ldc bytes per row. */
+static void tl_amx_2x2(tl_amx_op op, int64_t ksteps, const char *a, int64_t lda, const char *b0,
+                       const char *b1, int64_t kper, int64_t kstep_rows, char *c, int64_t ldc, int accum) {
+  if (accum) {
+    _tile_loadd(0, c, ldc);
+    _tile_loadd(1, c + 64, ldc);
+    _tile_loadd(2, c + 16 * ldc, ldc);
+    _tile_loadd(3, c + 16 * ldc + 64, ldc);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t s = 0; s < ksteps; s++) {
+    /* the B sub-tile of step s: tile (s / kper) in k, rows (s % kper) * 16.. of that tile */
+    const int64_t boff = (s / kper) * kstep_rows + (s % kper) * 1024;
+    _tile_loadd(4, a + s * 64, lda);
+    _tile_loadd(5, a + 16 * lda + s * 64, lda);
+    _tile_loadd(6, b0 + boff, 64);
+    _tile_loadd(7, b1 + boff, 64);
+    TL_AMX_DP(op, 0, 4, 6);
+    TL_AMX_DP(op, 1, 4, 7);
+    TL_AMX_DP(op, 2, 5, 6);
+    TL_AMX_DP(op, 3, 5, 7);
+  }
+  _tile_stored(0, c, ldc);
+  _tile_stored(1, c + 64, ldc);
+  _tile_stored(2, c + 16 * ldc, ldc);
+  _tile_stored(3, c + 16 * ldc + 64, ldc);
+}
+
+/* A 16 x 16 block of acc (the edges of the 32 x 32 grid); arguments as tl_amx_2x2. */
+static void tl_amx_1x1(tl_amx_op op, int64_t ksteps, const char *a, int64_t lda, const char *b0,
+                       int64_t kper, int64_t kstep_rows, char *c, int64_t ldc, int accum) {
+  if (accum)
+    _tile_loadd(0, c, ldc);
+  else
+    _tile_zero(0);
+  for (int64_t s = 0; s < ksteps; s++) {
+    const int64_t boff = (s / kper) * kstep_rows + (s % kper) * 1024;
+    _tile_loadd(4, a + s * 64, lda);
+    _tile_loadd(6, b0 + boff, 64);
+    TL_AMX_DP(op, 0, 4, 6);
+  }
+  _tile_stored(0, c, ldc);
+}
+
+/* tl_tile_dot's AMX path (see the opening comment). Returns 1 when it did the work. */
+int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  tl_amx_op op;
+  if (a->dtype == TL_BF16 && b->dtype == TL_BF16) op = TL_AMX_BF16;
+  else if (a->dtype == TL_I8 && b->dtype == TL_I8) op = TL_AMX_SS;
+  else if (a->dtype == TL_I8 && b->dtype == TL_U8) op = TL_AMX_SU;
+  else if (a->dtype == TL_U8 && b->dtype == TL_I8) op = TL_AMX_US;
+  else if (a->dtype == TL_U8 && b->dtype == TL_U8) op = TL_AMX_UU;
+  else return 0;
+  if (flags & TL_DOT_TRANS_B) return 0;
+  const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1];
+  const int64_t es = op == TL_AMX_BF16 ? 2 : 1, ge = op == TL_AMX_BF16 ? 2 : 4;
+  const int64_t kstep = 64 / es; /* k per A tile: 32 bf16 or 64 int8 */
+  const tl_layout bl = b->layout;
+  if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
+  if (!bl.tiled || bl.vnni != ge || bl.tile_c != 16 || bl.tile_r % kstep) return 0;
+  if (m % 16 || n % 16 || kk % kstep || m == 0 || n == 0 || kk == 0) return 0;
+  if (tl_amx_request(NULL, 0) != 1) return 0;
+  const int accum = (flags & TL_DOT_ACCUMULATE) != 0;
+  const char *pa = (const char *)a->data, *pb = (const char *)b->data;
+  char *pc = (char *)acc->data;
+  const int64_t lda = a->stride[0] * es, ldc = acc->stride[0] * 4;
+  const int64_t tcols = n / 16, tile = (int64_t)bl.tile_r * 16 * es; /* bytes per B tile */
+  const int64_t kper = bl.tile_r / kstep;                             /* A-tile steps per B tile */
+  const int64_t kstep_rows = tcols * tile;                            /* bytes to the B tile below */
+  const int64_t ksteps = kk / kstep;
+  tl_amx_config();
+  int64_t i0 = 0;
+  for (; i0 + 32 <= m; i0 += 32) {
+    int64_t j0 = 0;
+    for (; j0 + 32 <= n; j0 += 32)
+      tl_amx_2x2(op, ksteps, pa + i0 * lda, lda, pb + (j0 / 16) * tile, pb + (j0 / 16 + 1) * tile, kper,
+                 kstep_rows, pc + i0 * ldc + j0 * 4, ldc, accum);
+    for (; j0 < n; j0 += 16)
+      for (int64_t r = i0; r < i0 + 32; r += 16)
+        tl_amx_1x1(op, ksteps, pa + r * lda, lda, pb + (j0 / 16) * tile, kper, kstep_rows, pc + r * ldc + j0 * 4,
+                   ldc, accum);
+  }
+  for (; i0 < m; i0 += 16)
+    for (int64_t j0 = 0; j0 < n; j0 += 16)
+      tl_amx_1x1(op, ksteps, pa + i0 * lda, lda, pb + (j0 / 16) * tile, kper, kstep_rows, pc + i0 * ldc + j0 * 4,
+                 ldc, accum);
+  _tile_release();
+  return 1;
+}

@@ -1,0 +1,179 @@
+/* dot_avx2.c — tl_tile_dot for f32 on AVX2 + FMA: acc (+)= a @ b with a 6x16 FMA microkernel.
+ *
+ * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
+ * f32; a and acc row-major with unit column stride (any row stride); b row-major with unit column
+ * stride (read in place), or TL_DOT_TRANS_B / tiled / strided (a panel of 16 columns x
+ * TL_A2_KC rows is staged on the stack first). Anything else returns 0 (the scalar path takes it).
+ *
+ * Invariants:
+ * - acc is read only with TL_DOT_ACCUMULATE; nothing outside acc's M x N elements is read or
+ *   written (vmaskmov loads and stores at the N edge, which do not fault on masked lanes; a
+ *   shorter row count at the M edge).
+ * - Each acc(i, j) is one f32 sum in increasing k, started from acc(i, j) or 0, with fused
+ *   multiply-adds.
+ * - No allocation, no locks; the stack holds at most one 8 KiB panel.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "../tile_impl.h"
+
+/* Blocking: TL_A2_MR rows x TL_A2_NR columns of acc in 12 ymm registers over k; staged b panels
+ * hold TL_A2_KC rows of TL_A2_NR columns. */
+#define TL_A2_MR 6
+#define TL_A2_NR 16
+#define TL_A2_KC 128
+
+/* Lane mask (all ones in lanes 0..n-1) for vmaskmovps, n clamped to 0..8. */
+static inline __m256i tl_a2_mask(int64_t n) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int nn = n < 0 ? 0 : n > 8 ? 8 : (int)n;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(nn), iota);
+}
+
+/* Loads 8 floats: all of them when full (plain vmovups; vmaskmovps is much slower on some
+ * cores), else the lanes of m. */
+static inline __attribute__((always_inline)) __m256 tl_a2_load(int full, const float *p, __m256i m) {
+  return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+/* Stores the lanes of m (all 8 when full). */
+static inline __attribute__((always_inline)) void tl_a2_store(int full, float *p, __m256i m, __m256 v) {
+  if (full)
+    _mm256_storeu_ps(p, v);
+  else
+    _mm256_maskstore_ps(p, m, v);
+}
+
+/* The microkernel: c[0..mr) x [0..8*nv) (+)= a[0..mr) x [0..kc) @ b[0..kc) x [0..8*nv), lanes
+ * limited by m0 and m1 (full: all 16 columns, masks unused). mr, nv and full are compile-time
+ * constants at every call (tl_a2_block). */
+static inline __attribute__((always_inline)) void tl_a2_kern(int full, int mr, int nv, int64_t kc, const float *a,
+                                                             int64_t lda, const float *b, int64_t ldb,
+                                                             float *c, int64_t ldc, __m256i m0,
+                                                             __m256i m1, int accum) {
+  __m256 acc[TL_A2_MR][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < TL_A2_MR; i++) {
+    acc[i][0] = _mm256_setzero_ps();
+    acc[i][1] = _mm256_setzero_ps();
+    if (i < mr && accum) {
+      acc[i][0] = tl_a2_load(full, c + i * ldc, m0);
+      if (nv == 2) acc[i][1] = tl_a2_load(full, c + i * ldc + 8, m1);
+    }
+  }
+  for (int64_t k = 0; k < kc; k++) {
+    const __m256 b0 = tl_a2_load(full, b + k * ldb, m0);
+    const __m256 b1 = nv == 2 ? tl_a2_load(full, b + k * ldb + 8, m1) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+    for (int i = 0; i < TL_A2_MR; i++) {
+      if (i >= mr) break;
+      const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      if (nv == 2) acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < TL_A2_MR; i++) {
+    if (i >= mr) break;
+    tl_a2_store(full, c + i * ldc, m0, acc[i][0]);
+    if (nv == 2) tl_a2_store(full, c + i * ldc + 8, m1, acc[i][1]);
+  }
+}
+
+/* One register block: dispatches (mr, nv) to a specialised copy of the microkernel; a block of
+ * all 16 columns (nr == 16) runs the unmasked copies. */
+static void tl_a2_block(int mr, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float *c, int64_t ldc, __m256i m0, __m256i m1, int accum) {
+  if (nr == TL_A2_NR) {
+    switch (mr) {
+    case 1: tl_a2_kern(1, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    case 2: tl_a2_kern(1, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    case 3: tl_a2_kern(1, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    case 4: tl_a2_kern(1, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    case 5: tl_a2_kern(1, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    default: tl_a2_kern(1, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    }
+    return;
+  }
+  const int nv = nr > 8 ? 2 : 1;
+  switch (mr * 2 + nv - 1) {
+  case 2: tl_a2_kern(0, 1, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 3: tl_a2_kern(0, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 4: tl_a2_kern(0, 2, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 5: tl_a2_kern(0, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 6: tl_a2_kern(0, 3, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 7: tl_a2_kern(0, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 8: tl_a2_kern(0, 4, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 9: tl_a2_kern(0, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 10: tl_a2_kern(0, 5, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 11: tl_a2_kern(0, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 12: tl_a2_kern(0, 6, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  default: tl_a2_kern(0, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  }
+}
+
+/* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
+static void tl_a2_panel(int64_t m, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float *c, int64_t ldc, int accum) {
+  const __m256i m0 = tl_a2_mask(nr), m1 = tl_a2_mask(nr - 8);
+  for (int64_t i0 = 0; i0 < m; i0 += TL_A2_MR) {
+    const int mr = (int)(m - i0 < TL_A2_MR ? m - i0 : TL_A2_MR);
+    tl_a2_block(mr, nr, kc, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc, m0, m1, accum);
+  }
+}
+
+/* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
+ * with any strides, or tiled (any vnni is honoured). */
+static inline const float *tl_a2_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
+  const float *base = (const float *)b->data;
+  if (tb) return base + j * b->stride[0] + k * b->stride[1];
+  if (!b->layout.tiled) return base + k * b->stride[0] + j * b->stride[1];
+  const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
+  return base + ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
+}
+
+/* Stages b(k0..k0+kc, j0..j0+nr) as kc rows of TL_A2_NR floats (columns beyond nr untouched). */
+static void tl_a2_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr) {
+  if (tb && b->stride[1] == 1) {
+    const float *bt = (const float *)b->data;
+    for (int64_t j = 0; j < nr; j++) {
+      const float *src = bt + (j0 + j) * b->stride[0] + k0;
+      for (int64_t k = 0; k < kc; k++) buf[k * TL_A2_NR + j] = src[k];
+    }
+    return;
+  }
+  for (int64_t k = 0; k < kc; k++)
+    for (int64_t j = 0; j < nr; j++) buf[k * TL_A2_NR + j] = *tl_a2_b_at(b, tb, k0 + k, j0 + j);
+}
+
+/* tl_tile_dot's AVX2 f32 path (see the opening comment). Returns 1 when it did the work. */
+int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  if (acc->dtype != TL_F32 || a->dtype != TL_F32 || b->dtype != TL_F32) return 0;
+  if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
+  const int tb = (flags & TL_DOT_TRANS_B) != 0, accum = (flags & TL_DOT_ACCUMULATE) != 0;
+  const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1];
+  if (m == 0 || n == 0) return 1;
+  const float *pa = (const float *)a->data;
+  float *pc = (float *)acc->data;
+  const int64_t lda = a->stride[0], ldc = acc->stride[0];
+  if (!tb && !b->layout.tiled && b->stride[1] == 1) { /* b in place */
+    const float *pb = (const float *)b->data;
+    for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
+      const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
+      tl_a2_panel(m, nr, kk, pa, lda, pb + j0, b->stride[0], pc + j0, ldc, accum);
+    }
+    return 1;
+  }
+  _Alignas(64) float buf[TL_A2_KC * TL_A2_NR];
+  for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
+    const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
+    if (kk == 0) tl_a2_panel(m, nr, 0, pa, lda, buf, TL_A2_NR, pc + j0, ldc, accum);
+    for (int64_t k0 = 0; k0 < kk; k0 += TL_A2_KC) {
+      const int64_t kc = kk - k0 < TL_A2_KC ? kk - k0 : TL_A2_KC;
+      tl_a2_stage_b(buf, b, tb, k0, kc, j0, nr);
+      tl_a2_panel(m, nr, kc, pa + k0, lda, buf, TL_A2_NR, pc + j0, ldc, accum || k0 > 0);
+    }
+  }
+  return 1;
+}

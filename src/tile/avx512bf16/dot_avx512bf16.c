@@ -1,0 +1,271 @@
+/* dot_avx512bf16.c — tl_tile_dot for bf16 (VDPBF16PS) and 8-bit integers (VPDPBUSD) on
+ * AVX512-BF16 / AVX512-VNNI: acc (+)= a @ b with an 8x32 microkernel over pairs (bf16) or quads
+ * (int8) of k.
+ *
+ * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. a and acc row-major with
+ * unit column stride (any row stride). b is read in place when it is tiled in the layout the
+ * instruction wants (bf16: vnni 2, int8: vnni 4) with tile_c a multiple of 16 — the AMX B layout
+ * (tile_r x 16) is one such; any other b (row-major, strided, TL_DOT_TRANS_B, other tilings) is
+ * staged per panel of 32 columns on the stack in that layout first. Integer sign combinations:
+ * u8 x s8 directly; s8 x u8 with the operands swapped in VPDPBUSD (the product commutes); s8 x s8
+ * as (a + 128) x b - 128 * colsum(b); u8 x u8 returns 0 (the scalar path takes it). f16 and f32
+ * return 0.
+ *
+ * Invariants:
+ * - acc is read only with TL_DOT_ACCUMULATE; nothing outside acc's M x N elements is written
+ *   (masked stores at the N edge); a is never read past column K-1 (the k tail is built from
+ *   single elements), b's padding rows beyond K may be read but are multiplied by masked-out
+ *   lanes (bf16: and-ed away, since padding may hold NaN; int8: times 0).
+ * - bf16: each acc(i, j) is one f32 sum over pairs of k in increasing order, each pair added as
+ *   the instruction does (Intel: k+1 then k); products of bf16 are exact in f32. bf16 denormal
+ *   inputs read as zero and denormal results flush to zero (instruction semantics).
+ * - int8: int32 arithmetic that wraps (exact modulo 2^32): equal to the scalar reference while
+ *   the true result fits in int32.
+ * - No allocation, no locks; the stack holds at most one 16 KiB panel.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "../tile_impl.h"
+
+/* Blocking: TL_BF_MR rows x TL_BF_NR columns of acc in 16 zmm registers. A staged b panel is
+ * TL_BF_KG groups (pairs or quads of k) of TL_BF_NR columns: 64 dwords x 32 = ... 16 KiB. */
+#define TL_BF_MR 8
+#define TL_BF_NR 32
+#define TL_BF_KG 128
+
+/* How a group of k enters the instruction. */
+typedef enum tl_bf_mode {
+  TL_BF_BF16, /* VDPBF16PS, pairs of k */
+  TL_BF_UB,   /* u8 a x s8 b: VPDPBUSD(acc, a, b) */
+  TL_BF_BU,   /* s8 a x u8 b: VPDPBUSD(acc, b, a) */
+  TL_BF_SS    /* s8 a x s8 b: VPDPBUSD(acc, a ^ 0x80, b), minus 128 * column sums of b */
+} tl_bf_mode;
+
+/* Where b's groups are: group row g of the 16 columns [0, 16) at b0 + g * rowb bytes, of the
+ * next 16 at b1 + g * rowb; after every kseg groups the next segment starts segb bytes after the
+ * current one (tiled b: the tile below). A staged panel is one long segment. */
+typedef struct tl_bf_bsrc {
+  const char *b0, *b1;
+  int64_t rowb, kseg, segb;
+} tl_bf_bsrc;
+
+/* Mask of the first n (0..16) lanes. */
+static inline __mmask16 tl_bf_mask(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+}
+
+/* One step: acc += a-group x b-group for one row in the given mode. */
+static inline __attribute__((always_inline)) __m512i tl_bf_step(tl_bf_mode mode, __m512i acc, __m512i av,
+                                                                __m512i bv) {
+  switch (mode) {
+  case TL_BF_BF16:
+    return _mm512_castps_si512(_mm512_dpbf16_ps(_mm512_castsi512_ps(acc), (__m512bh)av, (__m512bh)bv));
+  case TL_BF_BU: return _mm512_dpbusd_epi32(acc, bv, av);
+  default: return _mm512_dpbusd_epi32(acc, av, bv); /* UB; SS with av already biased */
+  }
+}
+
+/* The microkernel: c[0..mr) x [0..16*nv) (+)= a[0..mr) x [0..kk) @ b, b as described by src,
+ * in mode. m0/m1 mask the stored columns. ge = elements per group (2 or 4), esz = bytes per
+ * element (2 or 1). kk may be any count >= 0; the last group may be partial. mr, nv and mode are
+ * compile-time constants at every call (tl_bf_block). */
+static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, int mr, int nv, int64_t kk,
+                                                             const char *a, int64_t ldab, const tl_bf_bsrc *src,
+                                                             char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1,
+                                                             int accum) {
+  const int ge = mode == TL_BF_BF16 ? 2 : 4, esz = mode == TL_BF_BF16 ? 2 : 1;
+  __m512i acc[TL_BF_MR][2], cs[2];
+  cs[0] = cs[1] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int i = 0; i < TL_BF_MR; i++) {
+    acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+    if (i < mr && accum) {
+      acc[i][0] = _mm512_maskz_loadu_epi32(m0, c + i * ldcb);
+      if (nv == 2) acc[i][1] = _mm512_maskz_loadu_epi32(m1, c + i * ldcb + 64);
+    }
+  }
+  const __m512i bias = _mm512_set1_epi32((int)0x80808080u), ones = _mm512_set1_epi32(0x01010101);
+  const int64_t full = kk / ge, rest = kk % ge;
+  const char *s0 = src->b0, *s1 = src->b1;
+  int64_t g = 0;
+  while (g < full) {
+    const int64_t cnt = full - g < src->kseg ? full - g : src->kseg;
+    for (int64_t q = 0; q < cnt; q++) {
+      const __m512i bv0 = _mm512_loadu_si512(s0 + q * src->rowb);
+      const __m512i bv1 = nv == 2 ? _mm512_loadu_si512(s1 + q * src->rowb) : _mm512_setzero_si512();
+      if (mode == TL_BF_SS) {
+        cs[0] = _mm512_dpbusd_epi32(cs[0], ones, bv0);
+        if (nv == 2) cs[1] = _mm512_dpbusd_epi32(cs[1], ones, bv1);
+      }
+      const int64_t off = (g + q) * ge * esz;
+#pragma GCC unroll 8
+      for (int i = 0; i < TL_BF_MR; i++) {
+        if (i >= mr) break;
+        int32_t w;
+        memcpy(&w, a + i * ldab + off, 4);
+        __m512i av = _mm512_set1_epi32(w);
+        if (mode == TL_BF_SS) av = _mm512_xor_si512(av, bias);
+        acc[i][0] = tl_bf_step(mode, acc[i][0], av, bv0);
+        if (nv == 2) acc[i][1] = tl_bf_step(mode, acc[i][1], av, bv1);
+      }
+    }
+    g += cnt;
+    if (cnt == src->kseg) {
+      s0 += src->segb;
+      s1 += src->segb;
+    } else {
+      s0 += cnt * src->rowb;
+      s1 += cnt * src->rowb;
+    }
+  }
+  if (rest) { /* partial last group: valid elements from a, the rest zero; b's tail lanes masked */
+    const uint32_t keep = (uint32_t)((1ull << (8 * esz * rest)) - 1u);
+    __m512i bv0 = _mm512_loadu_si512(s0), bv1 = nv == 2 ? _mm512_loadu_si512(s1) : _mm512_setzero_si512();
+    if (mode == TL_BF_BF16) { /* padding may be NaN: 0 x NaN is NaN, so clear it */
+      bv0 = _mm512_and_si512(bv0, _mm512_set1_epi32((int)keep));
+      bv1 = _mm512_and_si512(bv1, _mm512_set1_epi32((int)keep));
+    }
+    if (mode == TL_BF_SS) {
+      const __m512i ones_t = _mm512_set1_epi32((int)(0x01010101u & keep));
+      cs[0] = _mm512_dpbusd_epi32(cs[0], ones_t, bv0);
+      if (nv == 2) cs[1] = _mm512_dpbusd_epi32(cs[1], ones_t, bv1);
+    }
+    const int64_t off = full * ge * esz;
+#pragma GCC unroll 8
+    for (int i = 0; i < TL_BF_MR; i++) {
+      if (i >= mr) break;
+      uint32_t w = 0;
+      memcpy(&w, a + i * ldab + off, (size_t)(esz * rest));
+      if (mode == TL_BF_SS) w ^= 0x80808080u & keep;
+      const __m512i av = _mm512_set1_epi32((int)w);
+      acc[i][0] = tl_bf_step(mode, acc[i][0], av, bv0);
+      if (nv == 2) acc[i][1] = tl_bf_step(mode, acc[i][1], av, bv1);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < TL_BF_MR; i++) {
+    if (i >= mr) break;
+    if (mode == TL_BF_SS) {
+      acc[i][0] = _mm512_sub_epi32(acc[i][0], _mm512_slli_epi32(cs[0], 7));
+      if (nv == 2) acc[i][1] = _mm512_sub_epi32(acc[i][1], _mm512_slli_epi32(cs[1], 7));
+    }
+    _mm512_mask_storeu_epi32(c + i * ldcb, m0, acc[i][0]);
+    if (nv == 2) _mm512_mask_storeu_epi32(c + i * ldcb + 64, m1, acc[i][1]);
+  }
+}
+
+/* Dispatches (mode, mr, nv) to a specialised copy of the microkernel, one row block at a time
+ * over m rows. */
+static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
+                       const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum) {
+  int64_t i0 = 0;
+  for (; i0 + TL_BF_MR <= m; i0 += TL_BF_MR) {
+    const char *ai = a + i0 * ldab;
+    char *ci = c + i0 * ldcb;
+    switch (mode * 2 + nv - 1) {
+    case 0: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 1: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 2: tl_bf_kern(TL_BF_UB, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 3: tl_bf_kern(TL_BF_UB, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 4: tl_bf_kern(TL_BF_BU, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 5: tl_bf_kern(TL_BF_BU, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 6: tl_bf_kern(TL_BF_SS, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    default: tl_bf_kern(TL_BF_SS, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    }
+  }
+  /* the M edge: one row at a time (at most TL_BF_MR - 1 rows, a small share of the work) */
+  for (; i0 < m; i0++) {
+    const char *ai = a + i0 * ldab;
+    char *ci = c + i0 * ldcb;
+    switch (mode * 2 + nv - 1) {
+    case 0: tl_bf_kern(TL_BF_BF16, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 1: tl_bf_kern(TL_BF_BF16, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 2: tl_bf_kern(TL_BF_UB, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 3: tl_bf_kern(TL_BF_UB, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 4: tl_bf_kern(TL_BF_BU, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 5: tl_bf_kern(TL_BF_BU, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 6: tl_bf_kern(TL_BF_SS, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    default: tl_bf_kern(TL_BF_SS, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    }
+  }
+}
+
+/* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B, row-major with any strides, or tiled
+ * with any vnni. */
+static inline const char *tl_bf_b_at(const tl_ref *b, int tb, int64_t k, int64_t j, int64_t es) {
+  const char *base = (const char *)b->data;
+  if (tb) return base + (j * b->stride[0] + k * b->stride[1]) * es;
+  if (!b->layout.tiled) return base + (k * b->stride[0] + j * b->stride[1]) * es;
+  const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
+  return base + (((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc)) * es;
+}
+
+/* Stages b(k0..k0+kc, j0..j0+nr) into buf as groups of ge k (vnni ge) for TL_BF_NR columns:
+ * element (k, j) at ((k / ge) * TL_BF_NR + j) * ge + k % ge. Positions outside kc x nr are
+ * zeroed (never NaN, so the kernel's masks are a second line only). */
+static void tl_bf_stage_b(char *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr,
+                          int ge, int64_t es) {
+  const int64_t groups = TL_CDIV(kc, ge);
+  memset(buf, 0, (size_t)(groups * TL_BF_NR * ge * es));
+  for (int64_t k = 0; k < kc; k++) {
+    char *row = buf + ((k / ge) * TL_BF_NR * ge + k % ge) * es;
+    if (es == 2) {
+      for (int64_t j = 0; j < nr; j++) memcpy(row + j * ge * 2, tl_bf_b_at(b, tb, k0 + k, j0 + j, 2), 2);
+    } else {
+      for (int64_t j = 0; j < nr; j++) row[j * ge] = *tl_bf_b_at(b, tb, k0 + k, j0 + j, 1);
+    }
+  }
+}
+
+/* tl_tile_dot's AVX512-BF16 / VNNI path (see the opening comment). Returns 1 when it did the
+ * work. */
+int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  tl_bf_mode mode;
+  if (a->dtype == TL_BF16 && b->dtype == TL_BF16) mode = TL_BF_BF16;
+  else if (a->dtype == TL_U8 && b->dtype == TL_I8) mode = TL_BF_UB;
+  else if (a->dtype == TL_I8 && b->dtype == TL_U8) mode = TL_BF_BU;
+  else if (a->dtype == TL_I8 && b->dtype == TL_I8) mode = TL_BF_SS;
+  else return 0;
+  if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
+  const int tb = (flags & TL_DOT_TRANS_B) != 0, accum = (flags & TL_DOT_ACCUMULATE) != 0;
+  const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1];
+  if (m == 0 || n == 0) return 1;
+  const int ge = mode == TL_BF_BF16 ? 2 : 4;
+  const int64_t es = mode == TL_BF_BF16 ? 2 : 1;
+  const char *pa = (const char *)a->data;
+  char *pc = (char *)acc->data;
+  const int64_t ldab = a->stride[0] * es, ldcb = acc->stride[0] * 4;
+  const tl_layout bl = b->layout;
+  const int direct = !tb && bl.tiled && bl.vnni == ge && bl.tile_c % 16 == 0;
+  _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
+  for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
+    const int64_t nr = n - j0 < TL_BF_NR ? n - j0 : TL_BF_NR;
+    const int nv = nr > 16 ? 2 : 1;
+    const __mmask16 m0 = tl_bf_mask(nr), m1 = nr > 16 ? tl_bf_mask(nr - 16) : 0;
+    if (direct) { /* b's tiles in place: 16 columns never straddle a tile (tile_c % 16 == 0) */
+      const int64_t tr = bl.tile_r, tc = bl.tile_c, tcols = TL_CDIV(n, tc), tile = tr * tc * es;
+      const int64_t j1 = j0 + 16;
+      tl_bf_bsrc src = {
+          .b0 = (const char *)b->data + (j0 / tc) * tile + (j0 % tc) * ge * es,
+          .b1 = (const char *)b->data + (j1 / tc) * tile + (j1 % tc) * ge * es,
+          .rowb = tc * ge * es, .kseg = tr / ge, .segb = tcols * tile};
+      if (nv == 1) src.b1 = src.b0;
+      tl_bf_rows(mode, m, nv, kk, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum);
+      continue;
+    }
+    if (kk == 0) {
+      tl_bf_bsrc src = {.b0 = buf, .b1 = buf, .rowb = 0, .kseg = 1, .segb = 0};
+      tl_bf_rows(mode, m, nv, 0, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum);
+    }
+    const int64_t kc_max = (int64_t)TL_BF_KG * ge;
+    for (int64_t k0 = 0; k0 < kk; k0 += kc_max) {
+      const int64_t kc = kk - k0 < kc_max ? kk - k0 : kc_max;
+      tl_bf_stage_b(buf, b, tb, k0, kc, j0, nr, ge, es);
+      const int64_t rowb = TL_BF_NR * ge * es;
+      tl_bf_bsrc src = {.b0 = buf, .b1 = buf + 16 * ge * es, .rowb = rowb, .kseg = TL_BF_KG, .segb = TL_BF_KG * rowb};
+      tl_bf_rows(mode, m, nv, kc, pa + k0 * es, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum || k0 > 0);
+    }
+  }
+  return 1;
+}

@@ -1,0 +1,431 @@
+/* test_tile_dot_isa.c — the ISA paths of tl_tile_dot (src/tile/<isa>/dot_<isa>.c) against a
+ * float64 / int64 reference, at every ISA level this CPU has (contexts capped with opts.isa).
+ *
+ * Each case runs tl_tile_dot inside a body (tl_call, one step) on refs built here: random shapes
+ * (1, primes, register block +-1, a few larger), row gaps (strided a, b, acc), ACCUMULATE over a
+ * random acc or overwrite over a poisoned (NaN / -1) acc, b row-major, TL_DOT_TRANS_B or tiled
+ * (f32 vnni 1, bf16 vnni 2, int8 vnni 4, the AMX B layouts among them). The level's own function
+ * is also called directly to check it takes the cases it claims (docs/kernels.md). Checks:
+ * f32 / bf16 ||out - ref|| / ||ref|| <= 1e-6 * sqrt(K + 1) and per element within K * 2^-23 of
+ * the sum of |terms| (bf16 products are exact in f32, so bf16 is held to the f32 bound against
+ * the reference of the bf16 values, denormals read as zero); int8 exact; acc's row gaps intact;
+ * NaN and Inf propagate. Also: the AVX-512 VNNI packers against tl_pack_portable, byte for byte,
+ * and a staged kernel whose b BlockSpec asks for the vnni layouts. */
+#include "runtime/plan_impl.h"
+#include "tile_test_util.h"
+
+static const char *const level_names[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
+
+/* ---- running a dot inside a body ---- */
+
+typedef struct dot_job {
+  tl_ref *acc;
+  const tl_ref *a, *b;
+  unsigned flags;
+} dot_job;
+
+static void dot_body(const tl_prog *p, tl_ref *refs, void *user) {
+  dot_job *j = user;
+  tl_tile_dot(p, j->acc, j->a, j->b, j->flags);
+  ((float *)refs[1].data)[0] = 1.0f;
+}
+
+/* tl_tile_dot(acc, a, b, flags) in a one-step kernel on ctx. */
+static tl_status run_dot(tl_ctx *ctx, tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  static float din[1] = {0}, dout[1];
+  int64_t shape[1] = {1};
+  tl_tensor x = tl_tensor_make(din, TL_F32, 1, shape), y = tl_tensor_make(dout, TL_F32, 1, shape);
+  tl_blockspec spec = {.ndim = 1, .block = {1}};
+  dot_job j = {acc, a, b, flags};
+  tl_kernel k = {.name = "dot", .body = dot_body, .user = &j, .n_in = 1, .in = &spec, .n_out = 1, .out = &spec};
+  return tl_call(ctx, &k, &x, &y);
+}
+
+/* A context capped at level `isa`, or NULL when the CPU lacks that level. */
+static tl_ctx *ctx_at(tl_isa isa) {
+  tl_ctx_opts o = {.threads = 1, .isa = level_names[isa]};
+  tl_ctx *ctx = NULL;
+  if (tl_ctx_new(&o, &ctx) != TL_OK) return NULL;
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  if (info.isa != isa) {
+    tl_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* ---- cases ---- */
+
+enum { B_ROW, B_TRANS, B_TILED };
+
+typedef struct dot_case {
+  tl_dtype ta, tb;
+  int64_t m, n, k;
+  int accum, bkind, tile_r, tile_c, vnni;
+  int64_t pad_a, pad_b, pad_c; /* row gaps */
+} dot_case;
+
+/* A value read as the dot does: bf16 denormals are zero. */
+static double dot_val(const tbuf *t, int64_t i, int64_t j) {
+  double v = tb_get2(t, i, j);
+  if (t->r.dtype == TL_BF16 && v != 0 && fabs(v) < 0x1p-126) v = 0 * v;
+  return v;
+}
+
+/* Builds the operands of a case: a [m, k], b per bkind, acc [m, n] (random when accumulating,
+ * else left poisoned). */
+static void make_case(const dot_case *c, test_rng *rng, tbuf *a, tbuf *b, tbuf *acc0) {
+  *a = tb_rm2(c->ta, c->m, c->k, c->pad_a);
+  if (c->bkind == B_TRANS)
+    *b = tb_rm2(c->tb, c->n, c->k, c->pad_b);
+  else if (c->bkind == B_TILED) {
+    int64_t s[2] = {c->k, c->n};
+    *b = tb_tiled(c->tb, 2, s, c->tile_r, c->tile_c, c->vnni);
+  } else
+    *b = tb_rm2(c->tb, c->k, c->n, c->pad_b);
+  tl_dtype tc = is_int(c->ta) ? TL_I32 : TL_F32;
+  *acc0 = tb_rm2(tc, c->m, c->n, c->pad_c);
+  tb_rand(a, rng, -1, 1);
+  tb_rand(b, rng, -1, 1);
+  if (c->accum) tb_rand(acc0, rng, -4, 4);
+}
+
+/* Fresh acc for one run: acc0's bytes (poison included). */
+static tbuf acc_copy(const tbuf *acc0) {
+  tbuf r = *acc0;
+  size_t bytes = (size_t)acc0->nelem * tl_dtype_size(acc0->r.dtype);
+  r.mem = malloc(bytes);
+  memcpy(r.mem, acc0->mem, bytes);
+  r.r.data = r.mem;
+  return r;
+}
+
+/* Checks acc against the reference of the case; `what` names the run in messages. */
+static void check_case(const dot_case *c, const tbuf *a, const tbuf *b, const tbuf *acc0, const tbuf *acc,
+                       const char *what) {
+  int64_t m = c->m, n = c->n, kk = c->k;
+  double *out = malloc((size_t)(m * n + 1) * sizeof *out), *ref = malloc((size_t)(m * n + 1) * sizeof *ref);
+  int bad = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = c->accum ? tb_get2(acc0, i, j) : 0, sabs = fabs(s);
+      for (int64_t k = 0; k < kk; k++) {
+        double x = dot_val(a, i, k), y = c->bkind == B_TRANS ? dot_val(b, j, k) : dot_val(b, k, j);
+        s += x * y;
+        sabs += fabs(x * y);
+      }
+      double o = tb_get2(acc, i, j);
+      out[i * n + j] = o;
+      ref[i * n + j] = s;
+      double tol = is_int(c->ta) ? 0 : (double)(kk + 1) * 0x1p-23 * sabs;
+      if (!(fabs(o - s) <= tol) && bad++ < 3)
+        CHECK(0, "%s: %s x %s %lldx%lldx%lld accum %d bkind %d: (%lld, %lld) = %.9g, ref %.9g", what,
+              tl_dtype_name(c->ta), tl_dtype_name(c->tb), (long long)m, (long long)n, (long long)kk, c->accum,
+              c->bkind, (long long)i, (long long)j, o, s);
+    }
+  CHECK(!bad, "%s: %d elements off", what, bad);
+  if (!is_int(c->ta)) {
+    double e = test_rel_err(out, ref, m * n);
+    CHECK(e <= 1e-6 * sqrt((double)kk + 1), "%s: rel err %g (K %lld)", what, e, (long long)kk);
+  }
+  CHECK(tb_gaps_intact(acc), "%s: acc's row gaps were written", what);
+  free(out);
+  free(ref);
+}
+
+/* Whether level isa's own function must take the case (what docs/kernels.md promises). */
+static int claims(tl_isa isa, const dot_case *c) {
+  switch (isa) {
+  case TL_ISA_AVX2:
+  case TL_ISA_AVX512: return c->ta == TL_F32;
+  case TL_ISA_AVX512BF16:
+    return c->ta == TL_BF16 || (is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8));
+  case TL_ISA_AMX: {
+    if (c->ta == TL_F32 || c->bkind != B_TILED) return 0;
+    int ks = c->ta == TL_BF16 ? 32 : 64, v = c->ta == TL_BF16 ? 2 : 4;
+    return c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0 && c->m % 16 == 0 && c->n % 16 == 0 &&
+           c->k % ks == 0 && c->m && c->n && c->k;
+  }
+  default: return 1;
+  }
+}
+
+/* Runs one case at level isa: through tl_call, then the level's function directly. */
+static void run_case(tl_ctx *ctx, tl_isa isa, const dot_case *c, test_rng *rng) {
+  tbuf a, b, acc0;
+  make_case(c, rng, &a, &b, &acc0);
+  unsigned flags = (c->accum ? TL_DOT_ACCUMULATE : 0) | (c->bkind == B_TRANS ? TL_DOT_TRANS_B : 0);
+  char what[96];
+  tbuf acc = acc_copy(&acc0);
+  tl_status s = run_dot(ctx, &acc.r, &a.r, &b.r, flags);
+  snprintf(what, sizeof what, "%s via tl_call", level_names[isa]);
+  CHECK(s == TL_OK, "%s: %s: %s", what, tl_status_name(s), tl_ctx_error(ctx));
+  if (s == TL_OK) check_case(c, &a, &b, &acc0, &acc, what);
+  tb_free(&acc);
+  const tl_tile_impl *impl = tl_tile_impl_at(isa);
+  if (impl && impl->dot) {
+    acc = acc_copy(&acc0);
+    int took = impl->dot(&acc.r, &a.r, &b.r, flags);
+    snprintf(what, sizeof what, "%s direct", level_names[isa]);
+    if (claims(isa, c) && isa != TL_ISA_AMX)
+      CHECK(took, "%s: %s x %s %lldx%lldx%lld bkind %d not taken", what, tl_dtype_name(c->ta),
+            tl_dtype_name(c->tb), (long long)c->m, (long long)c->n, (long long)c->k, c->bkind);
+    if (took) check_case(c, &a, &b, &acc0, &acc, what);
+    tb_free(&acc);
+  } else if (isa != TL_ISA_AMX) {
+    CHECK(0, "%s: no dot in the table", level_names[isa]);
+  }
+  tb_free(&a);
+  tb_free(&b);
+  tb_free(&acc0);
+}
+
+static const int64_t sizes[] = {1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 23, 31, 32, 33, 37, 47, 48, 63, 64, 65, 70};
+
+static int64_t pick_size(test_rng *rng) {
+  if (test_rng_int(rng, 0, 9) == 0) return test_rng_int(rng, 71, 260);
+  return sizes[test_rng_int(rng, 0, (int64_t)TL_ARRAY_LEN(sizes) - 1)];
+}
+
+/* A random case of dtypes (ta, tb); tiled b gets one of the tile shapes listed. */
+static dot_case random_case(test_rng *rng, tl_dtype ta, tl_dtype tb) {
+  dot_case c = {.ta = ta, .tb = tb, .m = pick_size(rng), .n = pick_size(rng), .k = pick_size(rng)};
+  c.accum = (int)test_rng_int(rng, 0, 1);
+  c.bkind = (int)test_rng_int(rng, 0, 2);
+  if (test_rng_int(rng, 0, 1)) {
+    c.pad_a = test_rng_int(rng, 1, 9);
+    c.pad_b = test_rng_int(rng, 1, 9);
+    c.pad_c = test_rng_int(rng, 1, 9);
+  }
+  int v = ta == TL_F32 ? 1 : ta == TL_BF16 ? 2 : 4;
+  int amx_r = ta == TL_BF16 ? 32 : 64;
+  switch (test_rng_int(rng, 0, 3)) {
+  case 0: c.tile_r = amx_r, c.tile_c = 16; break;       /* the AMX B layout */
+  case 1: c.tile_r = 2 * amx_r, c.tile_c = 32; break;
+  case 2: c.tile_r = 4 * v, c.tile_c = 48; break;
+  default: c.tile_r = 2 * v, c.tile_c = 8; break;       /* tile_c % 16 != 0: staged */
+  }
+  c.vnni = test_rng_int(rng, 0, 3) ? v : 1;             /* mostly the instruction's vnni */
+  return c;
+}
+
+/* AMX-shaped cases (M, N multiples of 16, K of 64): exercised here at every level. */
+static dot_case amx_case(test_rng *rng, tl_dtype ta, tl_dtype tb) {
+  int v = ta == TL_BF16 ? 2 : 4;
+  dot_case c = {.ta = ta, .tb = tb, .m = 16 * test_rng_int(rng, 1, 5), .n = 16 * test_rng_int(rng, 1, 5),
+                .k = 64 * test_rng_int(rng, 1, 3), .accum = (int)test_rng_int(rng, 0, 1), .bkind = B_TILED,
+                .tile_r = ta == TL_BF16 ? 32 : 64, .tile_c = 16, .vnni = v};
+  c.pad_a = 16 * test_rng_int(rng, 0, 1);
+  c.pad_c = 3 * test_rng_int(rng, 0, 1);
+  return c;
+}
+
+static void test_random_cases(void) {
+  static const tl_dtype pairs[][2] = {{TL_F32, TL_F32}, {TL_BF16, TL_BF16}, {TL_U8, TL_I8},
+                                      {TL_I8, TL_I8},   {TL_I8, TL_U8},     {TL_U8, TL_U8}};
+  for (int isa = TL_ISA_SCALAR; isa < TL_ISA_COUNT; isa++) {
+    tl_ctx *ctx = ctx_at((tl_isa)isa);
+    if (!ctx) {
+      fprintf(stderr, "    level %s: not on this CPU, skipped\n", level_names[isa]);
+      continue;
+    }
+    test_rng rng = {0x9E3779B97F4A7C15ull + (uint64_t)isa};
+    int runs = isa == TL_ISA_SCALAR ? 12 : 40;
+    for (size_t p = 0; p < TL_ARRAY_LEN(pairs); p++) {
+      for (int r = 0; r < runs; r++) {
+        dot_case c = random_case(&rng, pairs[p][0], pairs[p][1]);
+        run_case(ctx, (tl_isa)isa, &c, &rng);
+      }
+      if (pairs[p][0] != TL_F32)
+        for (int r = 0; r < 4; r++) {
+          dot_case c = amx_case(&rng, pairs[p][0], pairs[p][1]);
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
+    }
+    tl_ctx_free(ctx);
+  }
+}
+
+/* K = 0: overwrite gives zeros, accumulate leaves acc alone. */
+static void test_empty_k(void) {
+  for (int isa = TL_ISA_SCALAR; isa < TL_ISA_COUNT; isa++) {
+    tl_ctx *ctx = ctx_at((tl_isa)isa);
+    if (!ctx) continue;
+    test_rng rng = {77};
+    static const tl_dtype ds[] = {TL_F32, TL_BF16, TL_U8};
+    for (int d = 0; d < 3; d++)
+      for (int accum = 0; accum < 2; accum++) {
+        dot_case c = {.ta = ds[d], .tb = ds[d] == TL_U8 ? TL_I8 : ds[d], .m = 9, .n = 33, .k = 0,
+                      .accum = accum, .bkind = B_ROW};
+        run_case(ctx, (tl_isa)isa, &c, &rng);
+      }
+    tl_ctx_free(ctx);
+  }
+}
+
+/* NaN in a row of a and Inf in a column of b propagate (f32 and bf16). */
+static void test_nan_inf(void) {
+  for (int isa = TL_ISA_SCALAR; isa < TL_ISA_COUNT; isa++) {
+    tl_ctx *ctx = ctx_at((tl_isa)isa);
+    if (!ctx) continue;
+    static const tl_dtype ds[] = {TL_F32, TL_BF16};
+    for (int d = 0; d < 2; d++)
+      for (int bk = 0; bk < 3; bk++) {
+        int64_t m = 11, n = 37, kk = 19;
+        tbuf a = tb_rm2(ds[d], m, kk, 0), acc = tb_rm2(TL_F32, m, n, 0), b;
+        int64_t s[2] = {kk, n};
+        b = bk == B_TILED ? tb_tiled(ds[d], 2, s, 32, 16, ds[d] == TL_BF16 ? 2 : 1)
+                          : bk == B_TRANS ? tb_rm2(ds[d], n, kk, 0) : tb_rm2(ds[d], kk, n, 0);
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t k = 0; k < kk; k++) {
+            int64_t ix[2] = {i, k};
+            tb_set(&a, ix, k == 3 ? 1.0 : 0.5);
+          }
+        for (int64_t k = 0; k < kk; k++)
+          for (int64_t j = 0; j < n; j++) {
+            int64_t ix[2] = {bk == B_TRANS ? j : k, bk == B_TRANS ? k : j};
+            tb_set(&b, ix, k == 3 && j == 20 ? INFINITY : 0.25);
+          }
+        int64_t ix[2] = {5, 7};
+        tb_set(&a, ix, NAN);
+        tl_status st = run_dot(ctx, &acc.r, &a.r, &b.r, bk == B_TRANS ? TL_DOT_TRANS_B : 0);
+        CHECK(st == TL_OK, "%s", tl_ctx_error(ctx));
+        int ok = 1;
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double o = tb_get2(&acc, i, j);
+            if (i == 5) ok &= isnan(o);
+            else if (j == 20) ok &= isinf(o) && o > 0;
+            else ok &= fabs(o - 0.125 * (kk - 1) - 0.25) < 1e-5;
+          }
+        CHECK(ok, "%s: %s bkind %d: NaN / Inf did not propagate", level_names[isa], tl_dtype_name(ds[d]), bk);
+        tb_free(&a);
+        tb_free(&b);
+        tb_free(&acc);
+      }
+    tl_ctx_free(ctx);
+  }
+}
+
+/* bf16 denormals read as zero: a denormal times 2^100 adds nothing. */
+static void test_bf16_denormal(void) {
+  for (int isa = TL_ISA_SCALAR; isa < TL_ISA_COUNT; isa++) {
+    tl_ctx *ctx = ctx_at((tl_isa)isa);
+    if (!ctx) continue;
+    int64_t m = 3, n = 20, kk = 4, s[2] = {kk, n};
+    tbuf a = tb_rm2(TL_BF16, m, kk, 0), b = tb_tiled(TL_BF16, 2, s, 32, 16, 2), acc = tb_rm2(TL_F32, m, n, 0);
+    uint16_t *pa = (uint16_t *)a.mem;
+    for (int64_t e = 0; e < m * kk; e++) pa[e] = (e % 2) ? 0x0000 : 0x0001; /* smallest denormal, zero */
+    pa[kk * 1 + 2] = 0x8040;                                               /* -denormal */
+    for (int64_t k = 0; k < kk; k++)
+      for (int64_t j = 0; j < n; j++) {
+        int64_t ix[2] = {k, j};
+        tb_set(&b, ix, 0x1p100);
+      }
+    CHECK(run_dot(ctx, &acc.r, &a.r, &b.r, 0) == TL_OK, "%s", tl_ctx_error(ctx));
+    int ok = 1;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) ok &= tb_get2(&acc, i, j) == 0.0;
+    CHECK(ok, "%s: bf16 denormals were not read as zero", level_names[isa]);
+    tb_free(&a);
+    tb_free(&b);
+    tb_free(&acc);
+    tl_ctx_free(ctx);
+  }
+}
+
+/* ---- packers ---- */
+
+/* The registered vnni packers give tl_pack_portable's bytes, and only from their level up. */
+static void test_packers(void) {
+  tl_layout l2 = {.tiled = 1, .vnni = 2, .tile_r = 32, .tile_c = 16};
+  tl_layout l4 = {.tiled = 1, .vnni = 4, .tile_r = 64, .tile_c = 16};
+  CHECK(tl_packer_find(2, l2, TL_ISA_AVX2) == tl_pack_portable, "a vnni packer below avx512");
+  tl_cpu_info ci;
+  tl_cpu_detect(&ci);
+  if (ci.isa_max < TL_ISA_AVX512) return;
+  CHECK(tl_packer_find(2, l2, TL_ISA_AVX512) != tl_pack_portable, "no bf16 vnni 2 packer registered");
+  CHECK(tl_packer_find(1, l4, TL_ISA_AVX512) != tl_pack_portable, "no int8 vnni 4 packer registered");
+  test_rng rng = {4242};
+  for (int t = 0; t < 200; t++) {
+    int es = t % 2 ? 1 : 2;
+    tl_layout l = es == 2 ? l2 : l4;
+    l.tile_c = (uint16_t)(16 * test_rng_int(&rng, 1, 3));
+    l.tile_r = (uint16_t)(l.vnni * test_rng_int(&rng, 1, 20));
+    if (t % 7 == 0) l.tile_c = 12; /* not a multiple of 16: the portable fallback */
+    int64_t dr = test_rng_int(&rng, 1, 150), dc = test_rng_int(&rng, 1, 150);
+    int64_t rows = test_rng_int(&rng, 0, dr), cols = test_rng_int(&rng, 0, dc), rs = dc + test_rng_int(&rng, 0, 5);
+    unsigned char *src = malloc((size_t)(dr * rs * es + 64));
+    for (int64_t i = 0; i < dr * rs * es + 64; i++) src[i] = (unsigned char)test_rng_u64(&rng);
+    int64_t nb = TL_CDIV(dr, l.tile_r) * l.tile_r * TL_CDIV(dc, l.tile_c) * l.tile_c * es;
+    unsigned char *d1 = malloc((size_t)nb), *d2 = malloc((size_t)nb);
+    memset(d1, 0xA5, (size_t)nb);
+    memset(d2, 0x5A, (size_t)nb);
+    uint16_t pad = (uint16_t)test_rng_u64(&rng);
+    tl_pack_job j = {.src = (const char *)src, .src_rs = rs, .src_cs = 1, .rows = rows, .cols = cols,
+                     .dst_rows = dr, .dst_cols = dc, .layout = l, .esize = (size_t)es, .pad = &pad};
+    j.dst = (char *)d1;
+    tl_pack_portable(&j);
+    j.dst = (char *)d2;
+    tl_packer_find((size_t)es, l, TL_ISA_AVX512)(&j);
+    CHECK(memcmp(d1, d2, (size_t)nb) == 0, "packer es %d tile %ux%u vnni %u, %lldx%lld of %lldx%lld differs", es,
+          l.tile_r, l.tile_c, l.vnni, (long long)rows, (long long)cols, (long long)dr, (long long)dc);
+    free(src);
+    free(d1);
+    free(d2);
+  }
+}
+
+/* A staged kernel: a [M, K] row-major, b [K, N] staged tiled vnni 2 / 4 by the runtime, c [M, N]
+ * f32 / i32; one step per 32 x 48 block of c, K whole. */
+static void staged_body(const tl_prog *p, tl_ref *refs, void *user) {
+  (void)user;
+  tl_tile_dot(p, &refs[2], &refs[0], &refs[1], 0);
+}
+
+static void test_staged(void) {
+  for (int isa = TL_ISA_SCALAR; isa < TL_ISA_COUNT; isa++) {
+    tl_ctx *ctx = ctx_at((tl_isa)isa);
+    if (!ctx) continue;
+    for (int d = 0; d < 2; d++) {
+      tl_dtype ta = d ? TL_U8 : TL_BF16, tb = d ? TL_I8 : TL_BF16, tc = d ? TL_I32 : TL_F32;
+      int64_t m = 70, n = 100, kk = d ? 130 : 75;
+      tbuf a = tb_rm2(ta, m, kk, 0), b = tb_rm2(tb, kk, n, 0), c = tb_rm2(tc, m, n, 0);
+      test_rng rng = {991 + (uint64_t)d};
+      tb_rand(&a, &rng, -1, 1);
+      tb_rand(&b, &rng, -1, 1);
+      tl_tensor ta_t = tl_tensor_make(a.mem, ta, 2, a.r.shape), tb_t = tl_tensor_make(b.mem, tb, 2, b.r.shape);
+      tl_tensor tensors_in[2] = {ta_t, tb_t};
+      tl_tensor tc_t = tl_tensor_make(c.mem, tc, 2, c.r.shape);
+      tl_blockspec specs_in[2] = {
+          {.ndim = 2, .block = {32, 0}, .map = "i, j -> i, 0"},
+          {.ndim = 2, .block = {0, 48}, .map = "i, j -> 0, j",
+           .layout = {.tiled = 1, .vnni = (uint8_t)(d ? 4 : 2), .tile_r = (uint16_t)(d ? 64 : 32), .tile_c = 16}}};
+      tl_blockspec spec_out = {.ndim = 2, .block = {32, 48}, .map = "i, j -> i, j"};
+      tl_kernel k = {.name = "staged_dot", .body = staged_body, .grid_ndim = 2,
+                     .grid = {TL_CDIV(m, 32), TL_CDIV(n, 48)}, .sem = {TL_PARALLEL, TL_PARALLEL},
+                     .n_in = 2, .in = specs_in, .n_out = 1, .out = &spec_out};
+      tl_status s = tl_call(ctx, &k, tensors_in, &tc_t);
+      CHECK(s == TL_OK, "%s: staged %s: %s", level_names[isa], tl_dtype_name(ta), tl_ctx_error(ctx));
+      dot_case dc = {.ta = ta, .tb = tb, .m = m, .n = n, .k = kk, .bkind = B_ROW};
+      char what[64];
+      snprintf(what, sizeof what, "%s staged", level_names[isa]);
+      if (s == TL_OK) check_case(&dc, &a, &b, &c, &c, what);
+      tb_free(&a);
+      tb_free(&b);
+      tb_free(&c);
+    }
+    tl_ctx_free(ctx);
+  }
+}
+
+int main(void) {
+  RUN(test_random_cases);
+  RUN(test_empty_k);
+  RUN(test_nan_inf);
+  RUN(test_bf16_denormal);
+  RUN(test_packers);
+  RUN(test_staged);
+  return test_summary("tile_dot_isa");
+}
