@@ -2,7 +2,8 @@
  *
  * Each op checks its refs (shapes, dtypes, layouts) and reports misuse through tl_prog_fail on
  * the step's program (never an abort); p may be NULL outside a body, then misuse is ignored and
- * the op does nothing. Ops work on the full block shape (shape[], not valid[]): staged padding
+ * the op does nothing, and valid calls run the scalar reference (no context says which ISA paths
+ * are allowed there). Ops work on the full block shape (shape[], not valid[]): staged padding
  * holds the BlockSpec's pad value, so a dot over zero-padded blocks is exact, and writes beyond
  * valid are dropped at write-back. Floating work is in f32; integer dot products accumulate in
  * int32. The implementation for each op is chosen per context from the ISA paths the CPU has
@@ -11,6 +12,7 @@
 #define TILEC_TILE_H
 
 #include "tilec.h"
+#include "tilec_vec.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -190,7 +190,7 @@ static void test_corrupt_cache(void) {
   cache_path(&m, path, sizeof path);
   FILE *f = fopen(path, "w");
   REQUIRE(f, "open %s", path);
-  fputs("{\"format\": \"tilec-machine-1\", \"units\": [{\"name\": \"x\", \"peak\": 1e", f);
+  fputs("{\"format\": \"tilec-machine-2\", \"units\": [{\"name\": \"x\", \"peak\": 1e", f);
   fclose(f);
   note_log log = {0};
   tl_status s = tl_machine_probe_opts(ctx, &q, 0, note_cb, &log, &m);
@@ -264,28 +264,28 @@ static void test_cache_file(void) {
       "{",
       "[]",
       "{\"format\": \"tilec-machine-9\"}",
-      "{\"format\": \"tilec-machine-1\"}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [], \"levels\": []}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\"}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [], \"levels\": []}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": -1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f99\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": 1e999}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": nan}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 0, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 0, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1, \"capacity\": 1.5}]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]} trailing",
-      "{\"format\": \"tilec-machine-1\", \"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"Kxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+      "{\"format\": \"tilec-machine-2\", \"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"Kxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\\q\"}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\\u00zz\"}",
-      "{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\\q\"}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\\u00zz\"}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K",
   };
   for (size_t i = 0; i < TL_ARRAY_LEN(bad); i++) {
     FILE *f = fopen(path, "w");
@@ -301,7 +301,7 @@ static void test_cache_file(void) {
   /* the well-formed minimal file is accepted (the garbage above differs from it in one way each) */
   FILE *f = fopen(path, "w");
   REQUIRE(f, "open");
-  fputs("{\"format\": \"tilec-machine-1\", \"cpu_key\": \"K\", \"cores\": 2, \"extra\": {\"a\": [1, true, null]}, "
+  fputs("{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"extra\": {\"a\": [1, true, null]}, "
         "\"units\": [{\"name\": \"s\", \"dtype\": \"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", "
         "\"read_bw\": 1}]}",
         f);

@@ -16,5 +16,11 @@ int tl_avx2_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op);
 const tl_tile_impl tl_tile_avx2_impl = {
     .isa = TL_ISA_AVX2,
     .name = "avx2",
+    .dot = tl_avx2_dot,
     /* .dot = tl_avx2_dot, ... : added with their files */
+    .fill = tl_avx2_fill,
+    .cast = tl_avx2_cast,
+    .unary = tl_avx2_unary,
+    .binary = tl_avx2_binary,
+    .reduce = tl_avx2_reduce,
 };

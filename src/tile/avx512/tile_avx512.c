@@ -16,5 +16,11 @@ int tl_avx512_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op);
 const tl_tile_impl tl_tile_avx512_impl = {
     .isa = TL_ISA_AVX512,
     .name = "avx512",
+    .dot = tl_avx512_dot,
     /* .dot = tl_avx512_dot, ... : added with their files */
+    .fill = tl_avx512_fill,
+    .cast = tl_avx512_cast,
+    .unary = tl_avx512_unary,
+    .binary = tl_avx512_binary,
+    .reduce = tl_avx512_reduce,
 };
