@@ -20,41 +20,10 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "../tile_impl.h"
+#include "../tile_rows.h"
 
 /* ---- rows ---- */
 
-/* Offset in elements of the row idx[0..nd-2] (idx[nd-1] is not used) under strides st. */
-static int64_t tl_x2_row_off(int nd, const int64_t *st, const int64_t *idx) {
-  int64_t off = 0;
-  for (int d = 0; d < nd - 1; d++) off += idx[d] * st[d];
-  return off;
-}
-
-/* Advances idx over the first n dims of shape, last fastest; 0 after the last index. */
-static int tl_x2_next(int n, const int64_t *shape, int64_t *idx) {
-  for (int d = n - 1; d >= 0; d--) {
-    if (++idx[d] < shape[d]) return 1;
-    idx[d] = 0;
-  }
-  return 0;
-}
-
-/* 1 when r has no elements. */
-static int tl_x2_empty(const tl_ref *r) {
-  for (int d = 0; d < r->ndim; d++)
-    if (r->shape[d] == 0) return 1;
-  return 0;
-}
-
-/* 1 when r's rows are contiguous: row-major with last-dim stride 1 (or rows of <= 1 element). */
-static int tl_x2_unit_rows(const tl_ref *r) {
-  if (r->layout.tiled) return 0;
-  return r->ndim == 0 || r->shape[r->ndim - 1] <= 1 || r->stride[r->ndim - 1] == 1;
-}
-
-/* 1 for the dtypes the elementwise loops load and store (f32, bf16). */
-static int tl_x2_ew_dtype(tl_dtype dt) { return dt == TL_F32 || dt == TL_BF16; }
 
 /* m (1..16) elements from element j of a row of dtype dt (f32 or bf16) as f32; lanes >= m 0.
  * Signaling NaNs are made quiet, as the reference's trip through double does. */
@@ -105,7 +74,7 @@ static void tl_x2_fill_bytes(char *p, int64_t bytes, __m256i pat) {
 /* r's block set to v in r's dtype (the value tl_store_f64 stores); tiled refs: all the tiles,
  * padding included, as the reference does. */
 int tl_avx2_fill(tl_ref *r, double v) {
-  if (!r->layout.tiled && !tl_x2_unit_rows(r)) return 0;
+  if (!r->layout.tiled && !tl_ref_unit_rows(r)) return 0;
   uint32_t bits = 0;
   tl_store_f64(&bits, r->dtype, 0, v);
   size_t es = tl_dtype_size(r->dtype);
@@ -120,12 +89,12 @@ int tl_avx2_fill(tl_ref *r, double v) {
     tl_x2_fill_bytes(r->data, total * (int64_t)es, pat);
     return 1;
   }
-  if (tl_x2_empty(r)) return 1;
+  if (tl_ref_empty(r)) return 1;
   int64_t n = nd ? r->shape[nd - 1] : 1, idx[TL_MAX_DIMS] = {0};
   do {
-    char *row = (char *)r->data + tl_x2_row_off(nd, r->stride, idx) * (int64_t)es;
+    char *row = (char *)r->data + tl_row_off(nd, r->stride, idx) * (int64_t)es;
     tl_x2_fill_bytes(row, n * (int64_t)es, pat);
-  } while (tl_x2_next(nd - 1, r->shape, idx));
+  } while (tl_idx_next(nd - 1, r->shape, idx));
   return 1;
 }
 
@@ -184,28 +153,28 @@ static void tl_x2_unary_row(void *d, tl_dtype dd, const void *s, tl_dtype sd, in
 /* dst = op(src): f32/bf16 row-major operands (contiguous rows fast; other last-dim strides
  * through a buffer); else 0. */
 int tl_avx2_unary(tl_ref *dst, const tl_ref *src, tl_unary op) {
-  if (!tl_x2_ew_dtype(dst->dtype) || !tl_x2_ew_dtype(src->dtype) || dst->layout.tiled || src->layout.tiled)
+  if (!tl_ew_dtype(dst->dtype) || !tl_ew_dtype(src->dtype) || dst->layout.tiled || src->layout.tiled)
     return 0;
-  int unit = tl_x2_unit_rows(dst) && tl_x2_unit_rows(src);
-  if (tl_x2_empty(dst)) return 1;
+  int unit = tl_ref_unit_rows(dst) && tl_ref_unit_rows(src);
+  if (tl_ref_empty(dst)) return 1;
   int nd = dst->ndim;
   int64_t n = nd ? dst->shape[nd - 1] : 1, idx[TL_MAX_DIMS] = {0};
   size_t ed = tl_dtype_size(dst->dtype), es = tl_dtype_size(src->dtype);
   do {
-    char *d = (char *)dst->data + tl_x2_row_off(nd, dst->stride, idx) * (int64_t)ed;
-    const char *s = (const char *)src->data + tl_x2_row_off(nd, src->stride, idx) * (int64_t)es;
+    char *d = (char *)dst->data + tl_row_off(nd, dst->stride, idx) * (int64_t)ed;
+    const char *s = (const char *)src->data + tl_row_off(nd, src->stride, idx) * (int64_t)es;
     if (unit)
       tl_x2_unary_row(d, dst->dtype, s, src->dtype, n, op);
     else
       tl_x2_unary_row_strided(d, dst->dtype, dst->stride[nd - 1], s, src->dtype, src->stride[nd - 1], n, op);
-  } while (tl_x2_next(nd - 1, dst->shape, idx));
+  } while (tl_idx_next(nd - 1, dst->shape, idx));
   return 1;
 }
 
 /* dst = src converted: f32/bf16 with contiguous rows (the identity of tl_tile_unary, which is
  * the same exact conversion); else 0. */
 int tl_avx2_cast(tl_ref *dst, const tl_ref *src) {
-  if (!tl_x2_unit_rows(dst) || !tl_x2_unit_rows(src)) return 0;
+  if (!tl_ref_unit_rows(dst) || !tl_ref_unit_rows(src)) return 0;
   return tl_avx2_unary(dst, src, TL_UNARY_IDENTITY);
 }
 
@@ -244,8 +213,8 @@ static void tl_x2_binary_row(void *d, tl_dtype dd, const void *a, tl_dtype ad, c
  * size 1 or no dim); along the last dim b is then contiguous or one value. f32/bf16 operands
  * with contiguous rows; else 0. */
 int tl_avx2_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary op) {
-  if (!tl_x2_ew_dtype(dst->dtype) || !tl_x2_ew_dtype(a->dtype) || !tl_x2_ew_dtype(b->dtype) ||
-      !tl_x2_unit_rows(dst) || !tl_x2_unit_rows(a) || b->layout.tiled)
+  if (!tl_ew_dtype(dst->dtype) || !tl_ew_dtype(a->dtype) || !tl_ew_dtype(b->dtype) ||
+      !tl_ref_unit_rows(dst) || !tl_ref_unit_rows(a) || b->layout.tiled)
     return 0;
   int nd = dst->ndim;
   int64_t bst[TL_MAX_DIMS] = {0};
@@ -257,15 +226,15 @@ int tl_avx2_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary op) 
   int64_t n = nd ? dst->shape[nd - 1] : 1;
   int bvec = n > 1 && bst[nd - 1] != 0;
   if (bvec && bst[nd - 1] != 1) return 0;
-  if (tl_x2_empty(dst)) return 1;
+  if (tl_ref_empty(dst)) return 1;
   size_t ed = tl_dtype_size(dst->dtype), ea = tl_dtype_size(a->dtype), eb = tl_dtype_size(b->dtype);
   int64_t idx[TL_MAX_DIMS] = {0};
   do {
-    char *d = (char *)dst->data + tl_x2_row_off(nd, dst->stride, idx) * (int64_t)ed;
-    const char *pa = (const char *)a->data + tl_x2_row_off(nd, a->stride, idx) * (int64_t)ea;
-    const char *pb = (const char *)b->data + tl_x2_row_off(nd, bst, idx) * (int64_t)eb;
+    char *d = (char *)dst->data + tl_row_off(nd, dst->stride, idx) * (int64_t)ed;
+    const char *pa = (const char *)a->data + tl_row_off(nd, a->stride, idx) * (int64_t)ea;
+    const char *pb = (const char *)b->data + tl_row_off(nd, bst, idx) * (int64_t)eb;
     tl_x2_binary_row(d, dst->dtype, pa, a->dtype, pb, b->dtype, bvec, n, op);
-  } while (tl_x2_next(nd - 1, dst->shape, idx));
+  } while (tl_idx_next(nd - 1, dst->shape, idx));
   return 1;
 }
 
@@ -368,7 +337,7 @@ static void tl_x2_reduce_cols(float *dst, const float *src, int64_t rows, int64_
  * stored in dst's dtype as the reference stores it) or axis 0 of a 2-D src into a contiguous f32
  * dst; else 0. */
 int tl_avx2_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op) {
-  if (src->dtype != TL_F32 || !tl_x2_unit_rows(src) || dst->layout.tiled) return 0;
+  if (src->dtype != TL_F32 || !tl_ref_unit_rows(src) || dst->layout.tiled) return 0;
   int nd = src->ndim;
   if (axis == nd - 1) {
     for (int d = 0; d < nd - 1; d++)
@@ -376,15 +345,15 @@ int tl_avx2_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op) {
     int64_t n = src->shape[nd - 1], idx[TL_MAX_DIMS] = {0};
     size_t ed = tl_dtype_size(dst->dtype);
     do {
-      const float *s = (const float *)src->data + tl_x2_row_off(nd, src->stride, idx);
+      const float *s = (const float *)src->data + tl_row_off(nd, src->stride, idx);
       float r = op == TL_REDUCE_SUM ? tl_x2_sum_row(s, n) : tl_x2_maxmin_row(s, n, op == TL_REDUCE_MAX);
       /* dst's dims 0..nd-2 are src's (the reduced one is last: kept as 1 or removed) */
-      char *d = (char *)dst->data + tl_x2_row_off(nd, dst->stride, idx) * (int64_t)ed;
+      char *d = (char *)dst->data + tl_row_off(nd, dst->stride, idx) * (int64_t)ed;
       tl_store_f64(d, dst->dtype, 0, r);
-    } while (tl_x2_next(nd - 1, src->shape, idx));
+    } while (tl_idx_next(nd - 1, src->shape, idx));
     return 1;
   }
-  if (axis == 0 && nd == 2 && dst->dtype == TL_F32 && tl_x2_unit_rows(dst)) {
+  if (axis == 0 && nd == 2 && dst->dtype == TL_F32 && tl_ref_unit_rows(dst)) {
     int64_t rows = src->shape[0], cols = src->shape[1];
     tl_x2_reduce_cols(dst->data, src->data, rows, cols, src->stride[0], op);
     return 1;

@@ -31,7 +31,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../tile_impl.h"
+#include "../tile_rows.h"
 
 /* ---- addressing ---- */
 
@@ -42,14 +42,6 @@ static int64_t tl_sc_numel(const tl_ref *r) {
   return n;
 }
 
-/* Advances idx over the first n dims of shape, last dim fastest; 0 after the last index. */
-static int tl_sc_next(int n, const int64_t *shape, int64_t *idx) {
-  for (int d = n - 1; d >= 0; d--) {
-    if (++idx[d] < shape[d]) return 1;
-    idx[d] = 0;
-  }
-  return 0;
-}
 
 /* Address of element idx[0..ndim-1] of r: row-major through strides, tiled through the tile. */
 static char *tl_sc_at(const tl_ref *r, const int64_t *idx) {
@@ -71,12 +63,6 @@ static const char *tl_sc_at2(const tl_ref *r, int64_t i, int64_t j) {
   return tl_sc_at(r, idx);
 }
 
-/* Offset in elements of the row idx[0..nd-2] given per-dim strides st (the last index is 0). */
-static int64_t tl_sc_row_off(int nd, const int64_t *st, const int64_t *idx) {
-  int64_t off = 0;
-  for (int d = 0; d < nd - 1; d++) off += idx[d] * st[d];
-  return off;
-}
 
 /* ---- dot ---- */
 
@@ -161,9 +147,9 @@ static int tl_sc_fill(tl_ref *r, double v) {
   int64_t n = nd ? r->shape[nd - 1] : 1, st = nd ? r->stride[nd - 1] : 0;
   int64_t idx[TL_MAX_DIMS] = {0};
   do {
-    char *row = (char *)r->data + tl_sc_row_off(nd, r->stride, idx) * (int64_t)es;
+    char *row = (char *)r->data + tl_row_off(nd, r->stride, idx) * (int64_t)es;
     for (int64_t j = 0; j < n; j++) memcpy(row + j * st * (int64_t)es, pat.b, es);
-  } while (tl_sc_next(nd - 1, r->shape, idx));
+  } while (tl_idx_next(nd - 1, r->shape, idx));
   return 1;
 }
 
@@ -174,7 +160,7 @@ static int tl_sc_cast(tl_ref *dst, const tl_ref *src) {
   do {
     double v = tl_load_f64(tl_sc_at(src, idx), src->dtype, 0);
     tl_store_f64(tl_sc_at(dst, idx), dst->dtype, 0, v);
-  } while (tl_sc_next(dst->ndim, dst->shape, idx));
+  } while (tl_idx_next(dst->ndim, dst->shape, idx));
   return 1;
 }
 
@@ -210,8 +196,8 @@ static int tl_sc_unary(tl_ref *dst, const tl_ref *src, tl_unary op) {
   const int ints = tl_sc_is_int(dst->dtype) && tl_sc_is_int(src->dtype);
   int64_t idx[TL_MAX_DIMS] = {0};
   do {
-    char *d = (char *)dst->data + tl_sc_row_off(nd, dst->stride, idx) * (int64_t)ed;
-    const char *s = (const char *)src->data + tl_sc_row_off(nd, src->stride, idx) * (int64_t)esrc;
+    char *d = (char *)dst->data + tl_row_off(nd, dst->stride, idx) * (int64_t)ed;
+    const char *s = (const char *)src->data + tl_row_off(nd, src->stride, idx) * (int64_t)esrc;
     for (int64_t j = 0; j < n; j++) {
       double v = tl_load_f64(s, src->dtype, j * ss);
       if (ints && op == TL_UNARY_NEG) v = -v; /* exact for integers */
@@ -219,7 +205,7 @@ static int tl_sc_unary(tl_ref *dst, const tl_ref *src, tl_unary op) {
       else if (op != TL_UNARY_IDENTITY) v = tl_sc_unary1(op, (float)v);
       tl_store_f64(d, dst->dtype, j * sd, v);
     }
-  } while (tl_sc_next(nd - 1, dst->shape, idx));
+  } while (tl_idx_next(nd - 1, dst->shape, idx));
   return 1;
 }
 
@@ -256,9 +242,9 @@ static int tl_sc_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary
   const int ints = tl_sc_is_int(dst->dtype) && tl_sc_is_int(a->dtype) && tl_sc_is_int(b->dtype);
   int64_t idx[TL_MAX_DIMS] = {0};
   do {
-    char *d = (char *)dst->data + tl_sc_row_off(nd, dst->stride, idx) * (int64_t)ed;
-    const char *pa = (const char *)a->data + tl_sc_row_off(nd, a->stride, idx) * (int64_t)ea;
-    const char *pb = (const char *)b->data + tl_sc_row_off(nd, bst, idx) * (int64_t)eb;
+    char *d = (char *)dst->data + tl_row_off(nd, dst->stride, idx) * (int64_t)ed;
+    const char *pa = (const char *)a->data + tl_row_off(nd, a->stride, idx) * (int64_t)ea;
+    const char *pb = (const char *)b->data + tl_row_off(nd, bst, idx) * (int64_t)eb;
     for (int64_t j = 0; j < n; j++) {
       double x = tl_load_f64(pa, a->dtype, j * sa), y = tl_load_f64(pb, b->dtype, j * sb);
       if (ints) {
@@ -267,7 +253,7 @@ static int tl_sc_binary(tl_ref *dst, const tl_ref *a, const tl_ref *b, tl_binary
         tl_store_f64(d, dst->dtype, j * sd, (float)tl_sc_binary1(op, (float)x, (float)y));
       }
     }
-  } while (tl_sc_next(nd - 1, dst->shape, idx));
+  } while (tl_idx_next(nd - 1, dst->shape, idx));
   return 1;
 }
 
@@ -311,7 +297,7 @@ static int tl_sc_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op) 
     for (int d = 0; d < nd; d++)
       if (dst->ndim == nd || d != axis) didx[dn++] = idx[d];
     tl_store_f64(tl_sc_at(dst, didx), dst->dtype, 0, r);
-  } while (tl_sc_next(nd, outer, idx));
+  } while (tl_idx_next(nd, outer, idx));
   return 1;
 }
 
