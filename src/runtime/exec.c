@@ -173,13 +173,20 @@ static void tl_unstage_to_tiled(const tl_operand *o, const int64_t *bi, const in
   }
 }
 
+void tl_operand_geometry(tl_operand *o) {
+  const tl_layout l = o->spec.layout;
+  const int nd = o->t.ndim;
+  o->slab_bytes = tl_slab_elems(o) * (int64_t)o->esize;
+  o->nslab = tl_slabs(o);
+  const int64_t brows = nd >= 2 ? o->block[nd - 2] : 1;
+  o->rows_total = l.tiled ? TL_CDIV(brows, l.tile_r) * l.tile_r : brows;
+  o->row_bytes = o->rows_total ? o->slab_bytes / o->rows_total : 0;
+}
+
 /* Bytes of staging left from cursor c (destination bytes, padding included). */
 static int64_t tl_stage_left(const tl_operand *o, const tl_stage_cursor *c) {
-  const int64_t slab = tl_slab_elems(o) * (int64_t)o->esize, nslab = tl_slabs(o);
-  if (c->slab >= nslab) return 0;
-  tl_rc rc = tl_rc_of(o, o->block, o->t.stride);
-  int64_t rows = o->spec.layout.tiled ? TL_CDIV(rc.brows, o->spec.layout.tile_r) * o->spec.layout.tile_r : rc.brows;
-  return (nslab - c->slab) * slab - (rows ? c->row * (slab / rows) : 0);
+  if (c->slab >= o->nslab) return 0;
+  return (o->nslab - c->slab) * o->slab_bytes - c->row * o->row_bytes;
 }
 
 /* Packs block bi (valid extent) of a row-major tensor into buf from cursor c, about `budget`
@@ -187,12 +194,11 @@ static int64_t tl_stage_left(const tl_operand *o, const tl_stage_cursor *c) {
  * pad NULL leaves the padding alone. The block is complete when c->slab reaches the slab count. */
 static int64_t tl_stage_some(const tl_operand *o, const int64_t *bi, const int64_t *valid, char *buf, const void *pad,
                              tl_stage_cursor *c, int64_t budget) {
-  const int64_t es = (int64_t)o->esize, slab = tl_slab_elems(o) * es, nslab = tl_slabs(o);
+  const int64_t es = (int64_t)o->esize, slab = o->slab_bytes, nslab = o->nslab;
   const tl_layout l = o->spec.layout;
   tl_rc rc = tl_rc_of(o, valid, o->t.stride);
   const int64_t granule = l.tiled ? l.tile_r : 1;
-  const int64_t rows_total = l.tiled ? TL_CDIV(rc.brows, l.tile_r) * l.tile_r : rc.brows;
-  const int64_t row_bytes = rows_total ? slab / rows_total : 0;
+  const int64_t rows_total = o->rows_total, row_bytes = o->row_bytes;
   tl_pack_job j = {.src_rs = rc.rs, .src_cs = rc.cs, .dst_cols = rc.bcols, .layout = l, .esize = o->esize, .pad = pad};
   int64_t done = 0;
   while (c->slab < nslab && (done == 0 || done < budget)) {
@@ -200,7 +206,7 @@ static int64_t tl_stage_some(const tl_operand *o, const int64_t *bi, const int64
       c->slab++, c->row = 0;
       continue;
     }
-    int64_t n = row_bytes ? (budget - done) / row_bytes / granule * granule : rows_total;
+    int64_t n = budget == INT64_MAX || !row_bytes ? rows_total : (budget - done) / row_bytes / granule * granule;
     n = TL_MIN(TL_MAX(n, granule), rows_total - c->row);
     int64_t off = tl_slab_src(o, bi, valid, c->slab);
     int64_t vr = off >= 0 ? TL_MIN(TL_MAX(rc.rows - c->row, 0), n) : 0;
@@ -233,7 +239,7 @@ static void tl_unstage_block(const tl_operand *o, const int64_t *bi, const int64
     tl_unstage_to_tiled(o, bi, valid, buf);
     return;
   }
-  const int64_t slab = tl_slab_elems(o) * (int64_t)o->esize, nslab = tl_slabs(o);
+  const int64_t slab = o->slab_bytes, nslab = o->nslab;
   tl_rc rc = tl_rc_of(o, valid, o->t.stride);
   for (int64_t s = 0; s < nslab; s++) {
     int64_t off = tl_slab_src(o, bi, valid, s);

@@ -275,6 +275,7 @@ static tl_status tl_plan_budget(tl_plan *pl) {
                           tl_dtype_name(o->t.dtype));
     }
     o->buf_bytes = TL_CDIV(b, TL_BUF_ALIGN) * TL_BUF_ALIGN;
+    tl_operand_geometry(o);
     if (o->shares >= 0) {
       o->buf_off = -1;
       continue;

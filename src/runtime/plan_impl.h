@@ -66,6 +66,8 @@ typedef struct tl_operand {
   int64_t nblk[TL_MAX_DIMS];   /* blocks along each dim (1 for a zero-size dim) */
   int64_t nblocks;
   int64_t buf_bytes;           /* one staged block, rounded up to TL_BUF_ALIGN */
+  int64_t slab_bytes, nslab;   /* staging geometry (tl_operand_geometry): bytes of one staged 2-D slab */
+  int64_t rows_total, row_bytes; /* slab rows (tile-padded) and bytes per slab row */
   int64_t buf_off;             /* offset of its buffers in the worker arena (-1: none) */
   int64_t buf_shift;           /* set per run: 0..4032, moves the buffers off the tensor's 4K alias */
   int nbuf;                    /* buffers (>= 1) */
@@ -128,6 +130,8 @@ struct tl_prog {
  * worker and are not linked into the context. */
 tl_status tl_plan_build(tl_ctx *ctx, const tl_kernel *k, const tl_tensor *in, const tl_tensor *out, int nested, char *err,
                         size_t errn, tl_plan **plan);
+/* Fills o's staging geometry from its block shape and staging layout (exec.c). */
+void tl_operand_geometry(tl_operand *o);
 /* Executes the plan (exec.c); plan.c has checked everything. */
 tl_status tl_plan_exec(tl_plan *plan);
 /* Byte span [lo, hi) a row-major or tiled tensor's elements occupy. */
