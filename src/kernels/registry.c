@@ -7,12 +7,16 @@
 #include "kernels_impl.h"
 
 extern const tl_kernel_desc tl_kernel_copy, tl_kernel_scale, tl_kernel_matmul_grid, tl_kernel_softmax_rows;
+extern const tl_kernel_desc tl_kernel_matmul, tl_kernel_matmul_bf16, tl_kernel_matmul_u8i8;
 
 static const tl_kernel_desc *const tl_kernels[] = {
     &tl_kernel_copy,
     &tl_kernel_scale,
     &tl_kernel_matmul_grid,
     &tl_kernel_softmax_rows,
+    &tl_kernel_matmul,
+    &tl_kernel_matmul_bf16,
+    &tl_kernel_matmul_u8i8,
 };
 
 const tl_kernel_desc *tl_kernel_at(int i) {

@@ -5,7 +5,8 @@
  *                  the plain C loop's persistent threads;
  *   bench_peers.c  the peers found at run time: OpenBLAS, BLIS and oneDNN through dlopen/dlsym
  *                  (no link-time dependency), PyTorch through a Python subprocess;
- *   bench_<suite>.c one file per suite (bench_stream.c: copy and scale).
+ *   bench_<suite>.c one file per suite (bench_stream.c: copy and scale; bench_gemm.c with
+ *                  bench_gemm_peers.c: matrix products, which report GFLOP/s, not GB/s).
  *
  * Adding a suite = one file defining a `const tl_bsuite tl_bsuite_<name>` and one row in
  * TL_BENCH_SUITE_LIST. A suite parses its own sizes (a gemm size is not a byte count), builds
@@ -41,13 +42,19 @@ typedef struct tl_bsuite {
    * or 1 when a tilec row was WRONG or failed, or -1 when the size could not be run at all
    * (the message is printed on stderr). */
   int (*run)(struct tl_benv *env, const char *size);
+  /* Optional. dtypes: the --dtype values the suite takes, comma-separated, the first the
+   * default (NULL: "f32" only). header: prints the suite's own header lines (tilec's settings,
+   * the peers, the columns) after the shared timing lines (NULL: the streaming suites' lines). */
+  const char *dtypes;
+  void (*header)(struct tl_benv *env);
 } tl_bsuite;
 
 /* X(the suite's tl_bsuite object): the one table of suites, in the order --help lists them.
  * Later suites (gemm, softmax, norms, attention) add one file and one row. */
 #define TL_BENCH_SUITE_LIST(X) \
   X(tl_bsuite_copy)            \
-  X(tl_bsuite_scale)
+  X(tl_bsuite_scale)           \
+  X(tl_bsuite_gemm)
 
 #define TL_X_(s) extern const tl_bsuite s;
 TL_BENCH_SUITE_LIST(TL_X_)
@@ -77,6 +84,7 @@ typedef struct tl_bpeers {
   /* one line each for the header: what was found, where, and its settings; or why not */
   char openblas_desc[256], blis_desc[256], dnnl_desc[256], torch_desc[256];
   char env_desc[384]; /* the OpenMP / OpenBLAS environment the peers run with */
+  unsigned want;      /* the TL_BPEER_LIST bits asked for (suites load their own extra peers) */
 } tl_bpeers;
 
 /* The peers that can be asked for (--peers), one bit each: X(bit, name). */
@@ -84,8 +92,9 @@ typedef struct tl_bpeers {
   X(1, "openblas")        \
   X(2, "blis")            \
   X(4, "onednn")          \
-  X(8, "torch")
-#define TL_BPEER_ALL 15
+  X(8, "torch")           \
+  X(16, "libxsmm")
+#define TL_BPEER_ALL 31
 
 /* Finds the peers in `want` (TL_BPEER_LIST bits) present now. Sets, when the user has not, the
  * environment they read when loaded (OMP_NUM_THREADS=threads, GOMP_SPINCOUNT,
@@ -103,10 +112,13 @@ tl_bdnnl_op *tl_bdnnl_reorder(tl_bpeers *p, int64_t n, char *err, size_t errn);
 int tl_bdnnl_run(tl_bpeers *p, tl_bdnnl_op *op, const float *src, float *dst);
 void tl_bdnnl_op_free(tl_bpeers *p, tl_bdnnl_op *op);
 
-/* What the PyTorch driver is asked to time: op is "copy", "scale" (y = a*x) or "scale_inplace". */
+/* What the PyTorch driver is asked to time: op is "copy", "scale" (y = a*x), "scale_inplace" or
+ * "gemm" (C [m, n] = A [m, k] B [k, n] in dtype "f32" or "bf16", torch.matmul with out=). */
 typedef struct tl_btorch_req {
   const char *op;
-  int64_t n;        /* f32 elements */
+  int64_t n;        /* f32 elements; gemm: N */
+  int64_t m, k;     /* gemm only */
+  const char *dtype; /* gemm only: "f32" or "bf16" (NULL: f32) */
   float a;
   int threads;
   int64_t copies;   /* buffer sets rotated (1: warm) */
@@ -145,6 +157,10 @@ typedef struct tl_bgroup {
   double moved;         /* bytes moved per call, for GB/s (reads + writes, no write-allocate) */
   int64_t copies;       /* buffer sets rotated (1: warm) */
   int64_t set_bytes;    /* bytes of one set */
+  double flops;         /* compute suites: operations per call (2MNK), reported as GFLOP/s instead
+                           of GB/s; 0 for bandwidth suites */
+  double peak;          /* compute suites: the machine's peak op/s for dtype (0: unknown) */
+  const char *dtype;    /* as printed: "f32", "bf16 x bf16 -> f32" (NULL: "f32") */
   int n;
   tl_bimpl impl[TL_BGROUP_MAX];
 } tl_bgroup;
@@ -154,6 +170,8 @@ typedef struct tl_brow {
   char op[24], title[32], impl[40], size[24];
   int64_t size_bytes;
   double moved;
+  double flops, peak;            /* as in tl_bgroup */
+  char dtype[24];
   int tilec, status, reps, batch;
   double median_s, min_s, max_s; /* per call */
   double ratio;                  /* best peer's median / this median; 0: no peer to compare */
@@ -176,6 +194,7 @@ typedef struct tl_benv {
   int threads;
   int cold;              /* 1: rotate buffer sets larger than the last-level cache */
   int quick;
+  const char *dtype;     /* --dtype (the suite's first dtype by default) */
   int64_t llc_bytes;     /* last-level cache used to size the rotation */
   char llc_source[128];
   tl_bench_opts opts;    /* for tl_bench_run */

@@ -392,7 +392,7 @@ void tl_bdnnl_op_free(tl_bpeers *p, tl_bdnnl_op *op) {
 /* ---- PyTorch (tl_btorch_run) ---- */
 
 /* The driver, run as `python3 -c DRIVER op n a threads copies inner warmup min_time max_time
- * min_reps max_reps stable pause`. It keeps the harness's rules (warm-up by time, batches of
+ * min_reps max_reps stable pause m k dtype` (the last three for gemm only). It keeps the harness's rules (warm-up by time, batches of
  * `inner` calls rotating over `copies` buffer sets, a pause before each timed batch, stop when
  * the median is stable after min_reps and min_time, or at max_reps / max_time), checks its
  * output against a float64 reference first, and prints one JSON object. */
@@ -410,18 +410,33 @@ static const char tl_torch_driver[] =
     "    def pattern(s):\n"
     "        i = torch.arange(n, dtype=torch.int64)\n"
     "        return (((i + 1) * 2654435761 + s * 40503) % 65536).to(torch.float32) / 65536.0 - 0.5\n"
-    "    xs = [pattern(s) for s in range(copies)]\n"
-    "    ys = [torch.zeros(n, dtype=torch.float32) for s in range(copies)] if op != 'scale_inplace' else xs\n"
-    "    def call(s):\n"
-    "        if op == 'copy': ys[s].copy_(xs[s])\n"
-    "        elif op == 'scale': torch.mul(xs[s], a, out=ys[s])\n"
-    "        else: xs[s].mul_(a)\n"
-    "    ref = pattern(0).double() * (1.0 if op == 'copy' else a)\n"
-    "    ys[0].fill_(float('nan'))\n"
-    "    if op == 'scale_inplace': xs[0].copy_(pattern(0))\n"
-    "    call(0)\n"
-    "    if not torch.equal(ys[0].double(), ref.float().double()):\n"
-    "        out['wrong'] = True; print(json.dumps(out)); return\n"
+    "    if op == 'gemm':\n"
+    "        m, k, dt = int(sys.argv[14]), int(sys.argv[15]), sys.argv[16]\n"
+    "        tdt = torch.float32 if dt == 'f32' else torch.bfloat16\n"
+    "        gen = torch.Generator().manual_seed(1)\n"
+    "        def mat(r, c): return (torch.randint(-128, 128, (r, c), generator=gen).double() / 128).to(tdt)\n"
+    "        As = [mat(m, k) for s in range(copies)]; Bs = [mat(k, n) for s in range(copies)]\n"
+    "        Cs = [torch.empty(m, n, dtype=tdt) for s in range(copies)]\n"
+    "        def call(s): torch.matmul(As[s], Bs[s], out=Cs[s])\n"
+    "        rows = sorted(set([(m - 1) * i // 7 for i in range(8)]))\n"
+    "        ref = As[0][rows].double() @ Bs[0].double()\n"
+    "        Cs[0].fill_(float('nan')); call(0)\n"
+    "        err = ((Cs[0][rows].double() - ref).norm() / max(ref.norm().item(), 1e-300)).item()\n"
+    "        if not err <= (1e-4 if dt == 'f32' else 2e-2):\n"
+    "            out['wrong'] = True; print(json.dumps(out)); return\n"
+    "    else:\n"
+    "        xs = [pattern(s) for s in range(copies)]\n"
+    "        ys = [torch.zeros(n, dtype=torch.float32) for s in range(copies)] if op != 'scale_inplace' else xs\n"
+    "        def call(s):\n"
+    "            if op == 'copy': ys[s].copy_(xs[s])\n"
+    "            elif op == 'scale': torch.mul(xs[s], a, out=ys[s])\n"
+    "            else: xs[s].mul_(a)\n"
+    "        ref = pattern(0).double() * (1.0 if op == 'copy' else a)\n"
+    "        ys[0].fill_(float('nan'))\n"
+    "        if op == 'scale_inplace': xs[0].copy_(pattern(0))\n"
+    "        call(0)\n"
+    "        if not torch.equal(ys[0].double(), ref.float().double()):\n"
+    "            out['wrong'] = True; print(json.dumps(out)); return\n"
     "    nxt = [0]\n"
     "    def batch():\n"
     "        for k in range(inner):\n"
@@ -514,7 +529,7 @@ int tl_btorch_run(const tl_bpeers *p, const tl_btorch_req *q, tl_bench_result *r
     snprintf(note, noten, "torch not found");
     return -1;
   }
-  char a[13][40];
+  char a[16][40];
   snprintf(a[0], 40, "%s", q->op);
   snprintf(a[1], 40, "%lld", (long long)q->n);
   snprintf(a[2], 40, "%.9g", (double)q->a);
@@ -528,9 +543,12 @@ int tl_btorch_run(const tl_bpeers *p, const tl_btorch_req *q, tl_bench_result *r
   snprintf(a[10], 40, "%d", q->opts.max_reps);
   snprintf(a[11], 40, "%g", q->opts.stable);
   snprintf(a[12], 40, "%g", q->opts.pause_s);
-  char *argv[17] = {"python3", "-c", (char *)tl_torch_driver};
-  for (int i = 0; i < 13; i++) argv[3 + i] = a[i];
-  argv[16] = NULL;
+  snprintf(a[13], 40, "%lld", (long long)q->m);
+  snprintf(a[14], 40, "%lld", (long long)q->k);
+  snprintf(a[15], 40, "%s", q->dtype ? q->dtype : "f32");
+  char *argv[20] = {"python3", "-c", (char *)tl_torch_driver};
+  for (int i = 0; i < 16; i++) argv[3 + i] = a[i];
+  argv[19] = NULL;
   char out[1024];
   int rc = tl_peer_spawn(argv, out, sizeof out);
   if (rc != 0 || !strstr(out, "\"impl\"")) {
@@ -553,6 +571,7 @@ int tl_btorch_run(const tl_bpeers *p, const tl_btorch_req *q, tl_bench_result *r
 
 void tl_bpeers_load(tl_bpeers *p, int threads, unsigned want) {
   memset(p, 0, sizeof *p);
+  p->want = want;
   char v[16];
   snprintf(v, sizeof v, "%d", threads);
   tl_peer_env(p->env_desc, sizeof p->env_desc, "OMP_NUM_THREADS", v, "set here");

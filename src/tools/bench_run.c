@@ -179,17 +179,23 @@ static const char *tl_bench_time_str(char *buf, size_t n, double t, double ref, 
   return buf;
 }
 
-/* Prints the group's table: one line per implementation. */
+/* Prints the group's table: one line per implementation. Bandwidth suites show GB/s; compute
+ * suites (g->flops > 0) show GFLOP/s and the share of the machine's peak for the dtype. */
 static void tl_bgroup_print(const tl_benv *env, const tl_bgroup *g, const tl_brow *rows) {
   char b1[32], b2[32], b3[32], b4[32];
   const char *mode = env->cold ? "cold" : "warm";
-  printf("\n%s %s, f32, %s", env->suite->name, g->title, g->size);
-  printf(" (%s moved per call), %s", tl_bench_bytes_str(b1, sizeof b1, g->moved), mode);
+  int compute = g->flops > 0;
+  printf("\n%s %s, %s, %s", env->suite->name, g->title, g->dtype ? g->dtype : "f32", g->size);
+  if (compute) printf(" (%.4g GFLOP per call), %s", g->flops / 1e9, mode);
+  else printf(" (%s moved per call), %s", tl_bench_bytes_str(b1, sizeof b1, g->moved), mode);
   if (env->cold)
     printf(": %lld buffer set%s of %s rotated", (long long)g->copies, g->copies == 1 ? "" : "s",
            tl_bench_bytes_str(b2, sizeof b2, (double)g->set_bytes));
   printf(", %d thread%s\n", env->threads, env->threads == 1 ? "" : "s");
-  printf("  %-26s %-28s %9s  %s\n", "implementation", "median (min - max) per call", "GB/s", "vs best peer");
+  if (compute)
+    printf("  %-26s %-28s %9s %7s  %s\n", "implementation", "median (min - max) per call", "GFLOP/s", "% peak", "vs best peer");
+  else
+    printf("  %-26s %-28s %9s  %s\n", "implementation", "median (min - max) per call", "GB/s", "vs best peer");
   for (int i = 0; i < g->n; i++) {
     const tl_brow *r = &rows[i];
     if (r->status != TL_BROW_OK) {
@@ -197,14 +203,23 @@ static void tl_bgroup_print(const tl_benv *env, const tl_bgroup *g, const tl_bro
       printf("  %-26s %s: %s\n", r->impl, what, r->note);
       continue;
     }
-    char cell[112];
+    char cell[112], rate[48];
     snprintf(cell, sizeof cell, "%s (%s - %s)", tl_bench_time_str(b1, sizeof b1, r->median_s, r->median_s, 1),
              tl_bench_time_str(b2, sizeof b2, r->min_s, r->median_s, 0),
              tl_bench_time_str(b3, sizeof b3, r->max_s, r->median_s, 0));
     if (r->ratio > 0) snprintf(b4, sizeof b4, "%.2f", r->ratio);
     else snprintf(b4, sizeof b4, "-");
-    if (r->note[0]) printf("  %-26s %-28s %9.2f  %-6s  %s\n", r->impl, cell, r->moved / r->median_s / 1e9, b4, r->note);
-    else printf("  %-26s %-28s %9.2f  %s\n", r->impl, cell, r->moved / r->median_s / 1e9, b4);
+    if (compute) {
+      double gf = r->flops / r->median_s / 1e9;
+      char gfs[24];
+      snprintf(gfs, sizeof gfs, gf >= 10 ? "%9.1f" : "%9.3g", gf);
+      if (r->peak > 0) snprintf(rate, sizeof rate, "%s %6.1f%%", gfs, 100.0 * r->flops / r->median_s / r->peak);
+      else snprintf(rate, sizeof rate, "%s %7s", gfs, "-");
+    } else {
+      snprintf(rate, sizeof rate, "%9.2f", r->moved / r->median_s / 1e9);
+    }
+    if (r->note[0]) printf("  %-26s %-28s %s  %-6s  %s\n", r->impl, cell, rate, b4, r->note);
+    else printf("  %-26s %-28s %s  %s\n", r->impl, cell, rate, b4);
   }
   fflush(stdout);
 }
@@ -288,6 +303,9 @@ int tl_bgroup_run(tl_benv *env, tl_bgroup *g) {
     snprintf(r->note, sizeof r->note, "%s", im->note);
     r->size_bytes = g->size_bytes;
     r->moved = g->moved;
+    r->flops = g->flops;
+    r->peak = g->peak;
+    snprintf(r->dtype, sizeof r->dtype, "%s", g->dtype ? g->dtype : "f32");
     r->tilec = im->tilec;
     r->status = im->status;
     r->batch = inner;

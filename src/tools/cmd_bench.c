@@ -26,36 +26,45 @@ static const tl_bsuite *const tl_bench_suites[] = {
 
 const char tl_cmd_bench_help[] =
     "usage: tilec bench SUITE [--sizes LIST] [--cold | --warm] [--quick] [--threads N]\n"
-    "                         [--peers LIST] [--csv FILE] [--plot FILE.png]\n"
+    "                         [--dtype T] [--peers LIST] [--csv FILE] [--plot FILE.png]\n"
     "\n"
     "Times tilec's kernels next to every peer library present on this machine, size by size,\n"
     "interleaved round by round in one process, and prints one table per operation and size:\n"
-    "median per call (min - max), GB/s, and the ratio to the best peer (best peer's median /\n"
-    "this median: above 1 is faster than every peer). Every implementation's output is checked\n"
-    "against a reference before it is timed; a mismatch is a WRONG row, not timed.\n"
+    "median per call (min - max), GB/s (gemm: GFLOP/s and % of the probed peak), and the ratio\n"
+    "to the best peer (best peer's median / this median: above 1 is faster than every peer).\n"
+    "Every implementation's output is checked against a reference before it is timed; a\n"
+    "mismatch is a WRONG row, not timed.\n"
     "\n"
     "suites:\n"
     "  copy           y = x, f32 (memcpy, OpenBLAS scopy, BLIS scopyv, oneDNN reorder, torch)\n"
     "  scale          y = a*x and x *= a, f32 (OpenBLAS, BLIS, oneDNN eltwise_linear, torch)\n"
+    "  gemm           C = A B: f32, bf16 x bf16 -> f32, u8 x s8 -> i32 (OpenBLAS sgemm, BLIS sgemm,\n"
+    "                 oneDNN matmul plain and with pre-packed weights, libxsmm, torch)\n"
     "\n"
     "Peers are found when the command runs (dlopen; none is needed to build or run tilec):\n"
-    "OpenBLAS (libopenblas.so.0), BLIS (libblis.so.4), oneDNN 2.x (libdnnl.so.2), PyTorch (a\n"
-    "python3 subprocess, when `import torch` works), plus a plain C loop on the same threads and\n"
-    "memcpy. The header states each one's version, threads and the environment set for them.\n"
+    "OpenBLAS (libopenblas.so.0), BLIS (libblis.so.4), oneDNN 2.x (libdnnl.so.2), libxsmm\n"
+    "(libxsmm.so, gemm only), PyTorch (a python3 subprocess, when `import torch` works), plus\n"
+    "(copy, scale) a plain C loop on the same threads and memcpy. The header states each one's\n"
+    "version, threads and the environment set for them.\n"
     "\n"
     "options:\n"
     "  --sizes LIST   comma-separated sizes in bytes, K/M/G suffixes binary (copy, scale default:\n"
-    "                 32K,512K,8M,64M,1G; with --quick: 4K,64K,1M)\n"
+    "                 32K,512K,8M,64M,1G; with --quick: 4K,64K,1M); gemm: N (square) or MxNxK\n"
+    "                 (default: squares 256..4096, LLM shapes M = 1..2048 with N, K = 4096 or 11008,\n"
+    "                 odd sizes 1000, 1023, 4097; with --quick: 256,1023,16x4096x4096)\n"
     "  --cold         rotate buffer sets spanning twice the last-level cache, so every call\n"
     "                 reads from memory (default)\n"
     "  --warm         one buffer set, reused: operands stay in cache where they fit\n"
     "  --quick        small sizes and short timing (a smoke test, not a measurement)\n"
     "  --threads N    threads for tilec, the C loop and the peers, 1..1024 (default: the CPUs\n"
     "                 this process may run on)\n"
+    "  --dtype T      gemm: f32 (default), bf16 (bf16 x bf16 -> f32) or int8 (u8 x s8 -> i32);\n"
+    "                 copy and scale: f32 only\n"
     "  --peers LIST   which peer libraries to look for: comma-separated openblas, blis, onednn,\n"
-    "                 torch, or all (default) or none; the C loop and memcpy always run\n"
+    "                 torch, libxsmm, or all (default) or none; the C loop and memcpy always run\n"
     "  --csv FILE     also write every row as CSV\n"
-    "  --plot FILE    also plot GB/s against size as a PNG (needs gnuplot; skipped without it)\n"
+    "  --plot FILE    also plot GB/s (gemm: GFLOP/s) against size as a PNG (needs gnuplot;\n"
+    "                 skipped without it)\n"
     "  -h, --help     this help\n"
     "\n"
     "exit status: 0 ok, 1 a tilec row was WRONG or failed, or a runtime failure, 2 bad usage\n";
@@ -65,6 +74,7 @@ typedef struct tl_bench_args {
   const tl_bsuite *suite;
   const char *sizes; /* NULL: the suite's defaults */
   const char *csv, *plot;
+  const char *dtype; /* NULL: the suite's first */
   int cold, quick, threads;
   unsigned peers; /* TL_BPEER_LIST bits */
 } tl_bench_args;
@@ -104,12 +114,27 @@ static int tl_bench_parse_peers(const char *list, unsigned *out) {
 #define TL_X_(b, name) else if (!strcmp(t, name)) bit = b;
     TL_BPEER_LIST(TL_X_)
 #undef TL_X_
-    else return tl_tool_usage_error(TL_CMD, "--peers: unknown peer '%s' (openblas, blis, onednn, torch, all, none)", t);
+    else return tl_tool_usage_error(TL_CMD, "--peers: unknown peer '%s' (openblas, blis, onednn, torch, libxsmm, all, none)", t);
     m |= bit;
   }
   if (!names) return tl_tool_usage_error(TL_CMD, "--peers: expected a comma-separated list, got '%s'", list);
   *out = m;
   return TL_EXIT_OK;
+}
+
+/* The suite's dtypes (the first is the default). */
+static const char *tl_bench_dtypes(const tl_bsuite *s) {
+  return s->dtypes ? s->dtypes : "f32";
+}
+
+/* Checks --dtype against the suite's list; 0 or a usage error. */
+static int tl_bench_check_dtype(const tl_bsuite *s, const char *dt) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", tl_bench_dtypes(s));
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    if (!strcmp(t, dt)) return TL_EXIT_OK;
+  return tl_tool_usage_error(TL_CMD, "--dtype: '%s' is not a dtype of %s (%s)", dt, s->name, tl_bench_dtypes(s));
 }
 
 /* Parses argv into *a; TL_EXIT_OK or TL_EXIT_USAGE (message printed). */
@@ -129,6 +154,9 @@ static int tl_bench_parse(int argc, char **argv, tl_bench_args *a) {
       a->sizes = v;
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--peers", &v)) != 0) {
       if (r < 0 || tl_bench_parse_peers(v, &a->peers) != TL_EXIT_OK) return TL_EXIT_USAGE;
+    } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--dtype", &v)) != 0) {
+      if (r < 0) return TL_EXIT_USAGE;
+      a->dtype = v;
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--csv", &v)) != 0) {
       if (r < 0) return TL_EXIT_USAGE;
       a->csv = v;
@@ -155,6 +183,7 @@ static int tl_bench_parse(int argc, char **argv, tl_bench_args *a) {
   if (cold_set && warm_set) return tl_tool_usage_error(TL_CMD, "--cold and --warm exclude each other");
   if (!a->suite) return tl_tool_usage_error(TL_CMD, "which suite? (see tilec bench --help)");
   if (a->sizes && tl_bench_check_sizes(a->suite, a->sizes) != TL_EXIT_OK) return TL_EXIT_USAGE;
+  if (a->dtype && tl_bench_check_dtype(a->suite, a->dtype) != TL_EXIT_OK) return TL_EXIT_USAGE;
   return TL_EXIT_OK;
 }
 
@@ -176,6 +205,11 @@ static void tl_bench_header(const tl_benv *env, const char *sizes) {
            tl_bench_bytes_str(b, sizeof b, (double)env->llc_bytes), env->llc_source);
   else
     printf("warm: one buffer set, reused by every call (operands stay in cache where they fit)\n");
+  if (env->suite->header) {
+    env->suite->header((tl_benv *)env);
+    fflush(stdout);
+    return;
+  }
   printf("tilec: kernels from the registry (src/kernels) run by tl_plan_run on a context of %d thread%s, workers\n"
          "  spin %d us then sleep; plan made once, not timed\n",
          env->threads, env->threads == 1 ? "" : "s", in->spin_us);
@@ -213,21 +247,34 @@ static const char *tl_row_status(int s) {
 /* Writes every row as CSV to f (opened before the run, so a bad path fails early) and closes
  * it; TL_EXIT_OK or TL_EXIT_FAIL (message printed). */
 static int tl_bench_write_csv(const tl_benv *env, FILE *f, const char *path) {
-  fprintf(f, "suite,op,size_bytes,size,dtype,mode,threads,impl,kind,status,median_s,min_s,max_s,reps,batch,moved_bytes,"
-             "gbps,vs_best_peer,note\n");
+  int compute = env->nrows > 0 && env->rows[0].flops > 0;
+  if (compute)
+    fprintf(f, "suite,op,size_bytes,size,dtype,mode,threads,impl,kind,status,median_s,min_s,max_s,reps,batch,flops,"
+               "gflops,pct_peak,vs_best_peer,note\n");
+  else
+    fprintf(f, "suite,op,size_bytes,size,dtype,mode,threads,impl,kind,status,median_s,min_s,max_s,reps,batch,moved_bytes,"
+               "gbps,vs_best_peer,note\n");
   for (int i = 0; i < env->nrows; i++) {
     const tl_brow *r = &env->rows[i];
     int ok = r->status == TL_BROW_OK;
     fprintf(f, "%s,%s,%lld,", env->suite->name, r->op, (long long)r->size_bytes);
     tl_csv_field(f, r->size);
-    fprintf(f, ",f32,%s,%d,", env->cold ? "cold" : "warm", env->threads);
+    fprintf(f, ",%s,%s,%d,", env->dtype, env->cold ? "cold" : "warm", env->threads);
     tl_csv_field(f, r->impl);
     fprintf(f, ",%s,%s,", r->tilec ? "tilec" : "peer", tl_row_status(r->status));
     if (ok) fprintf(f, "%.6e,%.6e,%.6e,%d,%d,", r->median_s, r->min_s, r->max_s, r->reps, r->batch);
     else fprintf(f, ",,,,,");
-    fprintf(f, "%.0f,", r->moved);
-    if (ok) fprintf(f, "%.3f,", r->moved / r->median_s / 1e9);
-    else fprintf(f, ",");
+    if (compute) {
+      fprintf(f, "%.0f,", r->flops);
+      if (ok) fprintf(f, "%.3f,", r->flops / r->median_s / 1e9);
+      else fprintf(f, ",");
+      if (ok && r->peak > 0) fprintf(f, "%.2f,", 100.0 * r->flops / r->median_s / r->peak);
+      else fprintf(f, ",");
+    } else {
+      fprintf(f, "%.0f,", r->moved);
+      if (ok) fprintf(f, "%.3f,", r->moved / r->median_s / 1e9);
+      else fprintf(f, ",");
+    }
     if (ok && r->ratio > 0) fprintf(f, "%.4f,", r->ratio);
     else fprintf(f, ",");
     tl_csv_field(f, r->note);
@@ -235,6 +282,19 @@ static int tl_bench_write_csv(const tl_benv *env, FILE *f, const char *path) {
   }
   if (fclose(f) != 0) return tl_tool_fail(TL_CMD, "writing %s failed", path);
   return TL_EXIT_OK;
+}
+
+/* The position of size among the distinct sizes of the rows, in the order they came. */
+static int tl_bench_size_index(const tl_benv *env, const char *size) {
+  int n = 0;
+  for (int i = 0; i < env->nrows; i++) {
+    int seen = 0;
+    for (int k = 0; k < i; k++) seen |= !strcmp(env->rows[k].size, env->rows[i].size);
+    if (seen) continue;
+    if (!strcmp(env->rows[i].size, size)) return n;
+    n++;
+  }
+  return n;
 }
 
 /* Plots GB/s against size, one panel per operation, one line per implementation, with gnuplot.
@@ -256,6 +316,7 @@ static int tl_bench_plot(const tl_benv *env, const char *path) {
     for (int k = 0; k < nops; k++) seen |= !strcmp(ops[k], env->rows[i].op);
     if (!seen) titles[nops] = env->rows[i].title, ops[nops++] = env->rows[i].op;
   }
+  int compute = env->nrows > 0 && env->rows[0].flops > 0; /* x: the sizes in order, y: GFLOP/s */
   FILE *gp = popen("gnuplot", "w");
   if (!gp) {
     fclose(f);
@@ -264,18 +325,24 @@ static int tl_bench_plot(const tl_benv *env, const char *path) {
   }
   fprintf(gp, "set terminal pngcairo size 1100,%d noenhanced\nset output ", 60 + 400 * (nops ? nops : 1));
   tl_gp_string(gp, path);
-  fprintf(gp, "\nset multiplot layout %d,1 title 'tilec bench %s (%s, %d thread%s): GB/s against size'\n", nops ? nops : 1,
-          env->suite->name, env->cold ? "cold" : "warm", env->threads, env->threads == 1 ? "" : "s");
-  fprintf(gp, "set logscale x 2\nset grid\nset key outside right\nset xlabel 'size (bytes of x)'\nset ylabel 'GB/s'\n");
+  fprintf(gp, "\nset multiplot layout %d,1 title 'tilec bench %s (%s, %s, %d thread%s): %s against size'\n", nops ? nops : 1,
+          env->suite->name, env->dtype, env->cold ? "cold" : "warm", env->threads, env->threads == 1 ? "" : "s",
+          compute ? "GFLOP/s" : "GB/s");
+  if (compute)
+    fprintf(gp, "set grid\nset key outside right\nset xlabel 'size (M x N x K)'\nset ylabel 'GFLOP/s'\nset xtics rotate by -30\n");
+  else
+    fprintf(gp, "set logscale x 2\nset grid\nset key outside right\nset xlabel 'size (bytes of x)'\nset ylabel 'GB/s'\n");
   fprintf(gp, "set offsets graph 0.04, graph 0.04, 0, 0\nset yrange [0:*]\n"); /* end tics inside the frame */
   fprintf(gp, "set xtics (");
   for (int i = 0, n = 0; i < env->nrows; i++) {
     int seen = 0;
-    for (int k = 0; k < i; k++) seen |= env->rows[k].size_bytes == env->rows[i].size_bytes;
+    for (int k = 0; k < i; k++) seen |= compute ? !strcmp(env->rows[k].size, env->rows[i].size) : env->rows[k].size_bytes == env->rows[i].size_bytes;
     if (seen) continue;
-    fprintf(gp, "%s", n++ ? ", " : "");
+    fprintf(gp, "%s", n ? ", " : "");
     tl_gp_string(gp, env->rows[i].size);
-    fprintf(gp, " %lld", (long long)env->rows[i].size_bytes);
+    if (compute) fprintf(gp, " %d", n);
+    else fprintf(gp, " %lld", (long long)env->rows[i].size_bytes);
+    n++;
   }
   fprintf(gp, ")\n");
   int index = 0;
@@ -297,7 +364,8 @@ static int tl_bench_plot(const tl_benv *env, const char *path) {
       for (int i = 0; i < env->nrows; i++) {
         const tl_brow *r = &env->rows[i];
         if (strcmp(r->op, ops[k]) || strcmp(r->impl, impls[j]) || r->status != TL_BROW_OK) continue;
-        fprintf(f, "%lld %.4f\n", (long long)r->size_bytes, r->moved / r->median_s / 1e9);
+        if (compute) fprintf(f, "%d %.4f\n", tl_bench_size_index(env, r->size), r->flops / r->median_s / 1e9);
+        else fprintf(f, "%lld %.4f\n", (long long)r->size_bytes, r->moved / r->median_s / 1e9);
         pts++;
       }
       if (!pts) fprintf(f, "nan nan\n");
@@ -376,6 +444,13 @@ int tl_cmd_bench(int argc, char **argv) {
   env.suite = a.suite;
   env.cold = a.cold;
   env.quick = a.quick;
+  {
+    static char dt0[16]; /* the suite's default dtype: the first of its list */
+    snprintf(dt0, sizeof dt0, "%s", tl_bench_dtypes(a.suite));
+    char *comma = strchr(dt0, ',');
+    if (comma) *comma = 0;
+    env.dtype = a.dtype ? a.dtype : dt0;
+  }
   env.progress = isatty(2);
   env.t_start = tl_bench_now();
   if (a.quick) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_bench_cli.sh — `tilec bench`: --quick runs print the header and one table per size, --csv
 # writes a parseable CSV with the expected columns, --plot writes a PNG (or says gnuplot is
-# missing), tilec's rows are right, and bad usage exits 2 with a one-line error. Peers are
-# optional: nothing here depends on which are installed. About 10 s.
+# missing), tilec's rows are right, and bad usage exits 2 with a one-line error; the gemm suite
+# (GFLOP/s, --dtype) the same way. Peers are optional: nothing here depends on which are
+# installed. About 20 s.
 # Run by CTest as: bash test_bench_cli.sh /path/to/tilec. Last line: "N passed, M failed".
 set -u
 
@@ -121,6 +122,50 @@ ok "--peers none: no peer rows, and the header says why" $?
 [ "$(grep -c '^  tilec, blocks ' "$tmp/out")" = 4 ]
 ok "--peers none: tilec's rows still there" $?
 usage_error bench copy --peers nosuch
+
+# --- gemm: --quick without peers, GFLOP/s columns, --dtype, its CSV ---
+usage_error bench gemm --dtype bogus
+grep -q "dtype" "$tmp/err"
+ok "--dtype bogus is named" $?
+usage_error bench copy --dtype bf16
+usage_error bench gemm --sizes 16x4096
+usage_error bench gemm --sizes 0
+run bench gemm --quick --peers none --csv "$tmp/gemm.csv"
+ok "bench gemm --quick --peers none --csv exits 0 (exit $rc)" $rc
+grep -q "^tilec bench gemm: " "$tmp/out" && grep -q "^peak: " "$tmp/out"
+ok "gemm header line and peak line" $?
+[ "$(grep -c '^gemm C = A B, f32, ' "$tmp/out")" = 3 ]
+ok "gemm: one table per quick size (3)" $?
+grep -E "^  tilec tl_matmul +[0-9.]+ (ns|us|ms|s) \([0-9.]+ - [0-9.]+\) +[0-9.]+ " "$tmp/out" >/dev/null &&
+  [ "$(grep -c '^  tilec, B pre-packed ' "$tmp/out")" = 3 ]
+ok "gemm: tilec's plain and pre-packed rows with a median and GFLOP/s" $?
+! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out" && ! grep -q "^  openblas \|^  blis \|^  onednn " "$tmp/out"
+ok "gemm: no WRONG or FAILED row, no peer rows with --peers none" $?
+head -1 "$tmp/gemm.csv" | grep -qx "suite,op,size_bytes,size,dtype,mode,threads,impl,kind,status,median_s,min_s,max_s,reps,batch,flops,gflops,pct_peak,vs_best_peer,note"
+ok "gemm CSV header has the expected columns" $?
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$tmp/gemm.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 6, len(rows)                          # 3 sizes x 2 tilec rows
+assert {r["size"] for r in rows} == {"256x256x256", "1023x1023x1023", "16x4096x4096"}, rows
+for r in rows:
+    assert r["suite"] == "gemm" and r["dtype"] == "f32" and r["kind"] == "tilec" and r["status"] == "ok", r
+    m, n, k = map(int, r["size"].split("x"))
+    assert float(r["flops"]) == 2.0 * m * n * k, r
+    med = float(r["median_s"])
+    assert abs(float(r["gflops"]) - 2.0 * m * n * k / med / 1e9) < 0.01 * float(r["gflops"]) + 0.01, r
+EOF
+  ok "gemm CSV parses: sizes, flops = 2MNK, GFLOP/s consistent, tilec rows ok" $?
+fi
+run bench gemm --quick --peers none --dtype int8 --sizes 33x17x300 --threads 1
+ok "bench gemm --dtype int8 exits 0 (exit $rc)" $rc
+grep -q "^gemm C = A B, u8 x s8 -> i32, 33x17x300 " "$tmp/out" && ! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out"
+ok "gemm int8: exact against the reference" $?
+run bench gemm --quick --peers none --dtype bf16 --sizes 1,5x7x9
+ok "bench gemm --dtype bf16 exits 0 (exit $rc)" $rc
+[ "$(grep -c '^gemm C = A B, bf16 x bf16 -> f32, ' "$tmp/out")" = 2 ] && ! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out"
+ok "gemm bf16: two sizes, right" $?
 
 # --- a CSV path that cannot be written is a runtime failure ---
 run bench copy --quick --sizes 4K --csv "$tmp/no/such/dir/x.csv"

@@ -1,0 +1,476 @@
+/* matmul.c — tl_matmul: argument checks, the block-size config, the plan cache and the outer batch
+ * loop. The kernel itself (grid, specs, body) is described in matmul_impl.h; the body and its
+ * epilogue are in matmul_body.c, packing in matmul_pack.c.
+ *
+ * Invariants: every refusal happens before anything runs (c untouched) and names the operand,
+ * the dims and the numbers; a plan is keyed by everything that shapes it (shapes, strides,
+ * dtypes, layouts, which options are present, act, beta != 0), never by data pointers or the
+ * values of alpha and beta, which the body reads from the run struct set before each run. The
+ * cache holds TL_MM_CACHE plans per context, least recently used evicted; the context frees the
+ * plans itself (before slots), so the slot's free_state only frees the cache memory. */
+#include <stdio.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+
+#define TL_MM_CACHE 32
+
+/* ---- argument checks ---- */
+
+/* 1 for the 8-bit integer input dtypes, 1 for the floating ones. */
+static int tl_mm_is_int8(tl_dtype d) { return d == TL_I8 || d == TL_U8; }
+static int tl_mm_is_float(tl_dtype d) { return d == TL_F32 || d == TL_BF16; }
+
+/* "[2, 3, 4]" into buf. */
+static const char *tl_mm_shape_str(const tl_tensor *t, char *buf, size_t n) {
+  size_t off = 0;
+  off += (size_t)snprintf(buf + off, n - off, "[");
+  for (int d = 0; d < t->ndim && off < n; d++)
+    off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+  return buf;
+}
+
+/* Checks one optional vector operand ([len], dtype in the allowed set). */
+static tl_status tl_mm_check_vec(tl_ctx *ctx, const tl_tensor *t, const char *name, int64_t len, const char *lenname,
+                                 int allow_f32, int allow_bf16, int allow_i32) {
+  char msg[256], sh[96];
+  tl_status s = tl_tensor_check(t, name, msg, sizeof msg);
+  if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul: %s", msg);
+  if (t->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: %s is tiled; it must be row-major", name);
+  if (t->ndim != 1 || t->shape[0] != len)
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: %s is %s, expected [%s] = [%lld]", name,
+                       tl_mm_shape_str(t, sh, sizeof sh), lenname, (long long)len);
+  if (!((allow_f32 && t->dtype == TL_F32) || (allow_bf16 && t->dtype == TL_BF16) || (allow_i32 && t->dtype == TL_I32)))
+    return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: %s is %s; allowed here: %s%s%s", name, tl_dtype_name(t->dtype),
+                       allow_f32 ? "f32 " : "", allow_bf16 ? "bf16 " : "", allow_i32 ? "i32" : "");
+  if (!t->data && len > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: %s has NULL data", name);
+  return TL_OK;
+}
+
+/* Checks a, b, c and the options; TL_OK or a refusal with the message in ctx. */
+static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                             const tl_matmul_opts *o) {
+  const tl_tensor *t3[3] = {a, b, c};
+  const char *nm[3] = {"a", "b", "c"};
+  char msg[256], sa[96], sb[96], sc[96];
+  for (int i = 0; i < 3; i++) {
+    if (!t3[i]) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: %s is NULL", nm[i]);
+    tl_status s = tl_tensor_check(t3[i], nm[i], msg, sizeof msg);
+    if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul: %s", msg);
+    if (t3[i]->ndim < 2)
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: %s is %s, needs at least 2 dims", nm[i],
+                         tl_mm_shape_str(t3[i], sa, sizeof sa));
+    if (!t3[i]->data && tl_tensor_numel(t3[i]) > 0)
+      return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: %s has NULL data", nm[i]);
+  }
+  if (a->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: a is tiled; a must be row-major");
+  if (c->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: c is tiled; c must be row-major");
+  const int64_t M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
+  const int64_t Kb = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
+  tl_mm_shape_str(a, sa, sizeof sa), tl_mm_shape_str(b, sb, sizeof sb), tl_mm_shape_str(c, sc, sizeof sc);
+  if (K != Kb)
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)", sa,
+                       (long long)K, sb, (long long)Kb);
+  if (c->shape[c->ndim - 2] != M || c->shape[c->ndim - 1] != N)
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: c is %s, expected [..., M = %lld, N = %lld] for a %s @ b %s", sc,
+                       (long long)M, (long long)N, sa, sb);
+  /* batch dims: a's and b's broadcast (size 1, or missing) against c's */
+  const int nbc = c->ndim - 2;
+  for (int i = 0; i < 2; i++) {
+    const tl_tensor *t = t3[i];
+    const int nbt = t->ndim - 2;
+    if (nbt > nbc)
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s with %d batch dims, c is %s with %d", nm[i],
+                         i ? sb : sa, nbt, sc, nbc);
+    for (int d = 0; d < nbt; d++) {
+      int64_t ts = t->shape[d], cs = c->shape[nbc - nbt + d];
+      if (ts != cs && ts != 1)
+        return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s, c is %s: %s's dim %d is %lld, c's is %lld (must be equal or 1)",
+                           nm[i], i ? sb : sa, sc, nm[i], d, (long long)ts, (long long)cs);
+    }
+  }
+  /* dtypes */
+  const tl_dtype da = a->dtype, db = b->dtype, dc = c->dtype;
+  const int has_scales = o->scale_a || o->scale_b;
+  if (tl_mm_is_float(da)) {
+    if (db != da || !tl_mm_is_float(dc))
+      return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: dtypes a %s, b %s, c %s: floating a needs b of the same dtype and c f32 or bf16",
+                         tl_dtype_name(da), tl_dtype_name(db), tl_dtype_name(dc));
+    if (has_scales)
+      return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: scale_a / scale_b are for int8 inputs only (a is %s)", tl_dtype_name(da));
+  } else if (tl_mm_is_int8(da)) {
+    if (db != TL_I8 || (dc != TL_I32 && dc != TL_F32))
+      return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: dtypes a %s, b %s, c %s: int8 a (u8 or i8) needs b i8 and c i32 or f32",
+                         tl_dtype_name(da), tl_dtype_name(db), tl_dtype_name(dc));
+    if (has_scales && dc != TL_F32)
+      return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: scale_a / scale_b need an f32 c (c is %s)", tl_dtype_name(dc));
+  } else {
+    return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: a is %s; supported: f32, bf16, u8, i8", tl_dtype_name(da));
+  }
+  /* a tiled b must be what tl_matmul_pack_b makes */
+  if (b->layout.tiled) {
+    int vn = db == TL_BF16 ? 2 : 4;
+    int64_t tr = tl_mm_pack_tile_r(db, K);
+    if (db == TL_F32 || b->layout.vnni != vn || b->layout.tile_c != 16 || b->layout.tile_r != tr)
+      return tl_ctx_fail(ctx, TL_ERR_INVALID,
+                         "tl_matmul: b is tiled %ux%u vnni %u; a tiled b must come from tl_matmul_pack_b (%s: %lldx16 vnni %d)",
+                         b->layout.tile_r, b->layout.tile_c, b->layout.vnni, tl_dtype_name(db), (long long)tr, vn);
+  }
+  if ((unsigned)o->act > TL_ACT_SILU) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: act is %d, unknown", (int)o->act);
+  const int int_out = dc == TL_I32;
+  if (o->bias) {
+    tl_status s = tl_mm_check_vec(ctx, o->bias, "bias", N, "N", 1, !int_out, int_out);
+    if (s != TL_OK) return s;
+  }
+  if (o->scale_a) {
+    tl_status s = tl_mm_check_vec(ctx, o->scale_a, "scale_a", M, "M", 1, 0, 0);
+    if (s != TL_OK) return s;
+  }
+  if (o->scale_b) {
+    tl_status s = tl_mm_check_vec(ctx, o->scale_b, "scale_b", N, "N", 1, 0, 0);
+    if (s != TL_OK) return s;
+  }
+  if (o->residual) {
+    const tl_tensor *r = o->residual;
+    tl_status s = tl_tensor_check(r, "residual", msg, sizeof msg);
+    if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul: %s", msg);
+    if (r->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: residual is tiled; it must be row-major");
+    int same = r->ndim == c->ndim;
+    for (int d = 0; same && d < c->ndim; d++) same = r->shape[d] == c->shape[d];
+    if (!same)
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: residual is %s, expected c's shape %s", tl_mm_shape_str(r, sa, sizeof sa), sc);
+    int ok = int_out ? (r->dtype == TL_I32 || r->dtype == TL_F32) : tl_mm_is_float(r->dtype);
+    if (!ok)
+      return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: residual is %s; with c %s it must be %s", tl_dtype_name(r->dtype),
+                         tl_dtype_name(dc), int_out ? "i32 or f32" : "f32 or bf16");
+    if (!r->data && tl_tensor_numel(r) > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: residual has NULL data");
+  }
+  return TL_OK;
+}
+
+/* ---- config ---- */
+
+/* K rounded up to 32 (bf16) / 64 (int8), at least that, at most TL_MM_BK_BF16 / TL_MM_BK_I8. */
+int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K) {
+  const int64_t g = dt == TL_BF16 ? 32 : 64, cap = dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
+  int64_t r = (K + g - 1) / g * g;
+  return r < g ? g : r > cap ? cap : r;
+}
+
+/* x rounded up to a multiple of m (> 0). */
+static int64_t tl_mm_round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* Balanced blocks: ceil(n / cap) blocks of about equal size, rounded up to a multiple of m. */
+static int64_t tl_mm_balanced(int64_t n, int64_t cap, int64_t m) {
+  if (n <= 0) return m;
+  int64_t nb = (n + cap - 1) / cap;
+  return tl_mm_round_up((n + nb - 1) / nb, m);
+}
+
+/* Picks BM, BN, BK: balanced blocks of at most 128 x 256 (M x N) and one K block of up to
+ * TL_MM_BK_* rows; with fewer parallel blocks than 2 x threads N and then M blocks shrink
+ * (skinny M gets N blocks); then the blocks shrink until the working set fits 90% of the VMEM
+ * budget (K first, unless b is packed, whose K block is fixed). */
+static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner, tl_dtype da, tl_dtype dc, int tiled_b,
+                         int packed, int nscratch, int has_res) {
+  const int64_t M = bd->M, N = bd->N, K = bd->K;
+  const int64_t ea = (int64_t)tl_dtype_size(da), ec = (int64_t)tl_dtype_size(dc);
+  const int64_t gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
+  int64_t BK = da == TL_F32 ? (K <= TL_MM_BK_F32 ? K : TL_MM_BK_F32) : tl_mm_pack_tile_r(da, K);
+  int64_t BN = (!tiled_b && N <= 256) ? N : tl_mm_balanced(N, 256, 16);
+  int64_t BM = M <= 128 ? M : tl_mm_balanced(M, 128, 8);
+  if (BM < 1) BM = 1;
+  if (BN < 1) BN = 1;
+  const int64_t want = 2 * (int64_t)info->threads;
+  while (info->threads > 1 && inner * TL_CDIV(M, BM) * TL_CDIV(N, BN) < want) {
+    if (BN > 32 && N > 32) BN = tl_mm_round_up(BN / 2, 16);
+    else if (BM > 16) BM = tl_mm_round_up(BM / 2, 8);
+    else break;
+  }
+  const int64_t budget = (int64_t)(info->vmem_bytes * 9 / 10);
+  for (;;) {
+    int64_t need = BM * BK * ea + BK * BN * ea + BM * BN * ec * (1 + has_res) + nscratch * BM * BN * 4 + 2 * BN * 4 + BM * 4;
+    if (need <= budget) break;
+    if (!packed && BK > gk * 2 && BK > 64) BK = tl_mm_round_up(BK / 2, gk);
+    else if (BN > 16) BN = tl_mm_round_up(BN / 2, 16);
+    else if (BM > 8) BM = tl_mm_round_up(BM / 2, 8);
+    else break; /* the plan reports TL_ERR_VMEM with the numbers */
+  }
+  bd->run.BM = BM, bd->run.BN = BN, bd->run.BK = K == 0 ? 0 : BK;
+}
+
+/* ---- the build ---- */
+
+/* Byte strides of a's or b's batch dims against c's nbc batch dims (0 where broadcast). A
+ * packed (tiled) b's batch dims are contiguous matrices of padded tiles. */
+static void tl_mm_batch_strides(const tl_tensor *t, int nbc, int64_t *out) {
+  const int nbt = t->ndim - 2;
+  const int64_t es = (int64_t)tl_dtype_size(t->dtype);
+  int64_t tiled_stride = 0;
+  if (t->layout.tiled) {
+    const int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1];
+    tiled_stride = TL_CDIV(R, t->layout.tile_r) * t->layout.tile_r * TL_CDIV(C, t->layout.tile_c) * t->layout.tile_c;
+  }
+  for (int d = nbc - 1, e = nbt - 1; d >= 0; d--, e--) {
+    if (e < 0 || t->shape[e] == 1) out[d] = 0;
+    else out[d] = (t->layout.tiled ? tiled_stride : t->stride[e]) * es;
+    if (e >= 0 && t->layout.tiled) tiled_stride *= t->shape[e];
+  }
+}
+
+/* A 3-D plan tensor [inner, R, C] over t's last two dims with the inner batch byte stride. */
+static tl_tensor tl_mm_view3(const tl_tensor *t, int64_t inner, int64_t inner_stride_bytes) {
+  tl_tensor v;
+  memset(&v, 0, sizeof v);
+  v.data = t->data, v.dtype = t->dtype, v.ndim = 3;
+  v.shape[0] = inner, v.shape[1] = t->shape[t->ndim - 2], v.shape[2] = t->shape[t->ndim - 1];
+  v.stride[0] = inner_stride_bytes / (int64_t)tl_dtype_size(t->dtype);
+  v.stride[1] = t->stride[t->ndim - 2], v.stride[2] = t->stride[t->ndim - 1];
+  return v;
+}
+
+/* See matmul_impl.h: checks, then batch merging, config, specs, scratch and the kernel. */
+tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
+                        tl_mm_build *bd) {
+  tl_status s = tl_mm_check(ctx, a, b, c, o);
+  if (s != TL_OK) return s;
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  memset(bd, 0, sizeof *bd);
+  const int nbc = c->ndim - 2;
+  bd->M = a->shape[a->ndim - 2], bd->K = a->shape[a->ndim - 1], bd->N = b->shape[b->ndim - 1];
+  /* batch dims, merged where a, b, c and the residual all allow it, innermost first */
+  int64_t st[4][TL_MAX_DIMS] = {{0}};
+  tl_mm_batch_strides(a, nbc, st[0]);
+  tl_mm_batch_strides(b, nbc, st[1]);
+  for (int d = 0; d < nbc; d++) st[2][d] = c->stride[d] * (int64_t)tl_dtype_size(c->dtype);
+  if (o->residual)
+    for (int d = 0; d < nbc; d++) st[3][d] = o->residual->stride[d] * (int64_t)tl_dtype_size(o->residual->dtype);
+  int nm = 0;
+  int64_t msz[TL_MAX_DIMS], mst[4][TL_MAX_DIMS];
+  bd->batch = 1;
+  for (int d = nbc - 1; d >= 0; d--) {
+    bd->batch *= c->shape[d];
+    if (c->shape[d] == 1) continue;
+    int merge = nm > 0;
+    for (int x = 0; x < 4 && merge; x++) merge = st[x][d] == mst[x][nm - 1] * msz[nm - 1];
+    if (merge) {
+      msz[nm - 1] *= c->shape[d];
+    } else {
+      msz[nm] = c->shape[d];
+      for (int x = 0; x < 4; x++) mst[x][nm] = st[x][d];
+      nm++;
+    }
+  }
+  const int64_t inner = nm ? msz[0] : 1;
+  int64_t istr[4] = {0, 0, 0, 0};
+  for (int x = 0; x < 4 && nm; x++) istr[x] = mst[x][0];
+  bd->n_outer = nm > 1 ? nm - 1 : 0;
+  for (int i = 0; i < bd->n_outer; i++) {
+    bd->outer_shape[i] = msz[nm - 1 - i]; /* outermost first */
+    for (int x = 0; x < 4; x++) bd->outer_stride[x][i] = mst[x][nm - 1 - i];
+  }
+  /* the run struct */
+  tl_mm_run *r = &bd->run;
+  const tl_dtype da = a->dtype, dc = c->dtype;
+  const int int8 = tl_mm_is_int8(da), beta_nz = o->beta != 0.0f;
+  r->alpha = o->alpha, r->beta = o->beta, r->act = o->act, r->c_dt = dc, r->int_out = dc == TL_I32;
+  r->ia = r->ib = r->ibias = r->isa = r->isb = r->ires = r->ic = r->iacc = r->icvt = r->itmp = -1;
+  r->packed = b->layout.tiled;
+  const tl_dtype acc_dt = int8 ? TL_I32 : TL_F32;
+  const int acc_in_c = dc == acc_dt && !beta_nz;
+  const int cvt = int8 && dc == TL_F32 && beta_nz;
+  const int tmp = beta_nz && !r->int_out;
+  const int nscr = !acc_in_c + cvt + tmp;
+  const int tiled_b = da != TL_F32;
+  tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed, nscr, o->residual != NULL);
+  const int64_t BM = r->BM, BN = r->BN, BK = r->BK;
+  const char *m3 = "z, j, i, k -> z, i, k", *mb = "z, j, i, k -> z, k, j", *mc = "z, j, i, k -> z, i, j";
+  int n = 0;
+  r->ia = n;
+  bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BM, BK}, .map = m3};
+  bd->tin[n++] = tl_mm_view3(a, inner, istr[0]);
+  if (!r->packed) {
+    r->ib = n;
+    bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb};
+    if (tiled_b && bd->K > 0)
+      bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = da == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)BK, .tile_c = 16};
+    bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);
+  } else {
+    r->pb_batch_bytes = istr[1];
+    r->pb_K = bd->K, r->pb_N = bd->N, r->pb_tile_r = b->layout.tile_r, r->pb_ntc = TL_CDIV(bd->N, 16);
+    r->pb_dt = b->dtype, r->pb_vnni = b->layout.vnni;
+    r->pb_base = b->data;
+  }
+  if (o->bias) {
+    r->ibias = n;
+    bd->in[n] = (tl_blockspec){.ndim = 1, .block = {BN}, .map = "z, j, i, k -> j"};
+    bd->tin[n++] = *o->bias;
+  }
+  if (o->scale_a) {
+    r->isa = n;
+    bd->in[n] = (tl_blockspec){.ndim = 1, .block = {BM}, .map = "z, j, i, k -> i"};
+    bd->tin[n++] = *o->scale_a;
+  }
+  if (o->scale_b) {
+    r->isb = n;
+    bd->in[n] = (tl_blockspec){.ndim = 1, .block = {BN}, .map = "z, j, i, k -> j"};
+    bd->tin[n++] = *o->scale_b;
+  }
+  if (o->residual) {
+    r->ires = n;
+    bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BM, BN}, .map = mc};
+    bd->tin[n++] = tl_mm_view3(o->residual, inner, istr[3]);
+  }
+  r->ic = n;
+  bd->out[0] = (tl_blockspec){.ndim = 3, .block = {1, BM, BN}, .map = mc, .out = beta_nz ? TL_OUT_ACCUM_LOAD : TL_OUT_WRITE};
+  bd->tout[0] = tl_mm_view3(c, inner, istr[2]);
+  int ns = 0;
+  if (!acc_in_c) {
+    r->iacc = n + 1 + ns;
+    bd->scr[ns++] = (tl_scratch){.dtype = acc_dt, .ndim = 2, .shape = {BM, BN}};
+  }
+  if (cvt) {
+    r->icvt = n + 1 + ns;
+    bd->scr[ns++] = (tl_scratch){.dtype = TL_F32, .ndim = 2, .shape = {BM, BN}};
+  }
+  if (tmp) {
+    r->itmp = n + 1 + ns;
+    bd->scr[ns++] = (tl_scratch){.dtype = TL_F32, .ndim = 2, .shape = {BM, BN}};
+  }
+  int64_t flops = 0;
+  if (tl_mul_ovf(2 * bd->batch, bd->M, &flops) || tl_mul_ovf(flops, bd->N, &flops) || tl_mul_ovf(flops, bd->K, &flops))
+    flops = 0;
+  bd->k = (tl_kernel){.name = "matmul", .body = tl_mm_body, .grid_ndim = 4,
+                      .grid = {inner, TL_CDIV(bd->N, BN), TL_CDIV(bd->M, BM), BK ? TL_CDIV(bd->K, BK) : 1},
+                      .sem = {TL_PARALLEL, TL_PARALLEL, TL_PARALLEL, TL_ARBITRARY}, .n_in = n, .n_out = 1,
+                      .n_scratch = ns, .flops = flops};
+  tl_mm_build_fixup(bd, r);
+  return TL_OK;
+}
+
+/* See matmul_impl.h. */
+void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run) {
+  bd->k.in = bd->in, bd->k.out = bd->out, bd->k.scratch = bd->k.n_scratch ? bd->scr : NULL;
+  bd->k.user = run;
+}
+
+/* ---- the plan cache (a context slot) ---- */
+
+typedef struct tl_mm_key {
+  tl_tensor t[7]; /* a, b, c, bias, residual, scale_a, scale_b: data NULL, unused dims 0 */
+  int act, beta_nz;
+} tl_mm_key;
+
+typedef struct tl_mm_entry {
+  int used;
+  uint64_t stamp;
+  tl_mm_key key;
+  tl_plan *plan;
+  tl_mm_build bd;
+} tl_mm_entry;
+
+typedef struct tl_mm_cache {
+  uint64_t clock;
+  tl_mm_entry e[TL_MM_CACHE];
+} tl_mm_cache;
+
+/* Plans are freed by tl_ctx_free before the slots: only the cache memory is ours. */
+static void tl_mm_cache_free(void *state) { tl_free_mem(state); }
+static const tl_slot_class tl_mm_slot = {.name = "matmul plans", .free_state = tl_mm_cache_free};
+
+/* Copies the shape-defining fields of t (NULL: all zero) into dst. */
+static void tl_mm_key_tensor(tl_tensor *dst, const tl_tensor *t) {
+  memset(dst, 0, sizeof *dst);
+  if (!t) return;
+  dst->dtype = t->dtype, dst->ndim = t->ndim, dst->layout = t->layout;
+  for (int d = 0; d < t->ndim && d < TL_MAX_DIMS; d++) dst->shape[d] = t->shape[d], dst->stride[d] = t->stride[d];
+}
+
+/* The cached entry for key, or a fresh (evicted) one with used == 0; NULL when out of memory. */
+static tl_mm_entry *tl_mm_cache_lookup(tl_ctx *ctx, const tl_mm_key *key) {
+  tl_mm_cache *cache = tl_ctx_slot_get(ctx, &tl_mm_slot);
+  if (!cache) {
+    cache = tl_calloc(1, sizeof *cache);
+    if (!cache) return NULL;
+    if (tl_ctx_slot_set(ctx, &tl_mm_slot, cache) != TL_OK) {
+      tl_free_mem(cache);
+      return NULL;
+    }
+  }
+  tl_mm_entry *victim = &cache->e[0];
+  for (int i = 0; i < TL_MM_CACHE; i++) {
+    tl_mm_entry *e = &cache->e[i];
+    if (e->used && !memcmp(&e->key, key, sizeof *key)) {
+      e->stamp = ++cache->clock;
+      return e;
+    }
+    if (!e->used) victim = e;
+    else if (victim->used && e->stamp < victim->stamp) victim = e;
+  }
+  if (victim->used) tl_plan_free(victim->plan);
+  memset(victim, 0, sizeof *victim);
+  victim->key = *key;
+  victim->stamp = ++cache->clock;
+  return victim;
+}
+
+/* ---- tl_matmul ---- */
+
+/* Checks and builds (tl_mm_prepare), finds or makes the cached plan, sets alpha / beta, and runs
+ * the plan once per outer batch index on offset tensors. */
+tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *opts) {
+  if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul: ctx is NULL");
+  const tl_matmul_opts defaults = TL_MATMUL_OPTS_INIT;
+  const tl_matmul_opts *o = opts ? opts : &defaults;
+  tl_mm_build bd;
+  tl_status s = tl_mm_prepare(ctx, a, b, c, o, &bd);
+  if (s != TL_OK) return s;
+  if (tl_tensor_numel(c) == 0) {
+    tl_ctx_ok(ctx);
+    return TL_OK;
+  }
+  tl_mm_key key;
+  memset(&key, 0, sizeof key);
+  const tl_tensor *kt[7] = {a, b, c, o->bias, o->residual, o->scale_a, o->scale_b};
+  for (int i = 0; i < 7; i++) tl_mm_key_tensor(&key.t[i], kt[i]);
+  key.act = (int)o->act, key.beta_nz = o->beta != 0.0f;
+  tl_mm_entry *e = tl_mm_cache_lookup(ctx, &key);
+  if (!e) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul: out of memory for the plan cache");
+  if (!e->used) {
+    e->bd = bd;
+    tl_mm_build_fixup(&e->bd, &e->bd.run);
+    s = tl_plan_new(ctx, &e->bd.k, e->bd.tin, e->bd.tout, &e->plan);
+    if (s != TL_OK) {
+      memset(e, 0, sizeof *e); /* the plan failed: the entry stays free */
+      return s;
+    }
+    e->used = 1;
+  }
+  /* the values that are not part of the key */
+  tl_mm_run *r = &e->bd.run;
+  r->alpha = o->alpha, r->beta = o->beta;
+  const tl_mm_build *nb = &bd; /* this call's tensors (same shapes as the entry's) */
+  tl_tensor tin[TL_MM_MAX_IN], tout[1];
+  int64_t idx[TL_MM_MAX_OUTER] = {0};
+  for (;;) {
+    int64_t off[4] = {0, 0, 0, 0};
+    for (int d = 0; d < nb->n_outer; d++)
+      for (int x = 0; x < 4; x++) off[x] += idx[d] * nb->outer_stride[x][d];
+    memcpy(tin, nb->tin, sizeof tin);
+    tout[0] = nb->tout[0];
+    tin[r->ia].data = (char *)tin[r->ia].data + off[0];
+    if (r->ib >= 0) tin[r->ib].data = (char *)tin[r->ib].data + off[1];
+    else r->pb_base = (const char *)b->data + off[1];
+    if (r->ires >= 0) tin[r->ires].data = (char *)tin[r->ires].data + off[3];
+    tout[0].data = (char *)tout[0].data + off[2];
+    s = tl_plan_run(e->plan, tin, tout);
+    if (s != TL_OK) return s;
+    int d = nb->n_outer - 1;
+    while (d >= 0 && ++idx[d] == nb->outer_shape[d]) idx[d--] = 0;
+    if (d < 0) break;
+  }
+  tl_ctx_ok(ctx);
+  return TL_OK;
+}

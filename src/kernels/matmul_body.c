@@ -1,0 +1,148 @@
+/* matmul_body.c — the step body of tl_matmul's kernel (matmul_impl.h): one tl_tile_dot per step
+ * into the accumulator (c's own block when c has the accumulator's dtype and beta == 0, else an
+ * f32 / i32 scratch block), then, on the block's last visit, the epilogue
+ *   c = act(alpha * scale_a * acc * scale_b + beta * c + bias) + residual
+ * with tile ops on f32 blocks (floating c) or in double per element (i32 c: exact), and the
+ * cast into c's dtype (bf16: round to nearest even).
+ *
+ * Invariants: c is read only when beta != 0 (its block is then TL_OUT_ACCUM_LOAD); the
+ * accumulator is overwritten on the first visit (so a NaN-filled c or stale scratch never
+ * leaks in); K = 0 fills the accumulator with zeros. Packed b is read in place: its tile row kb
+ * is the K block kb, and the tiles of N block j are consecutive in it. */
+#include <math.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+
+/* The last two dims of a 3-D ref [1, R, C] as a 2-D ref (same data: leading index 0). */
+static tl_ref tl_mm_2d(const tl_ref *r) {
+  tl_ref v = *r;
+  if (r->ndim == 3) {
+    v.ndim = 2;
+    for (int d = 0; d < 2; d++) v.shape[d] = r->shape[d + 1], v.stride[d] = r->stride[d + 1], v.valid[d] = r->valid[d + 1];
+    v.shape[2] = v.stride[2] = v.valid[2] = 0;
+  }
+  return v;
+}
+
+/* A [1, 1] f32 ref over *v (a scalar operand for tl_tile_binary). */
+static tl_ref tl_mm_scalar(float *v) {
+  tl_ref r;
+  memset(&r, 0, sizeof r);
+  r.data = v, r.dtype = TL_F32, r.ndim = 2;
+  r.shape[0] = r.shape[1] = r.stride[0] = r.stride[1] = r.valid[0] = r.valid[1] = 1;
+  return r;
+}
+
+/* This step's block of a packed b: tile row kb, tiles of N block jb (fewer at the N edge). */
+static tl_ref tl_mm_packed_ref(const tl_prog *p, const tl_mm_run *r) {
+  const int64_t z = tl_program_id(p, 0), jb = tl_program_id(p, 1), kb = tl_program_id(p, 3);
+  const int64_t tc0 = jb * r->BN / 16, ncols = TL_MIN(r->BN, (r->pb_ntc - tc0) * 16);
+  const int64_t es = (int64_t)tl_dtype_size(r->pb_dt), tile = r->pb_tile_r * 16;
+  tl_ref b;
+  memset(&b, 0, sizeof b);
+  b.data = (char *)(uintptr_t)r->pb_base + z * r->pb_batch_bytes + (kb * r->pb_ntc + tc0) * tile * es;
+  b.dtype = r->pb_dt, b.ndim = 2;
+  b.shape[0] = r->pb_tile_r, b.shape[1] = ncols;
+  b.valid[0] = TL_MIN(r->pb_tile_r, r->pb_K - kb * r->pb_tile_r), b.valid[1] = TL_MIN(ncols, r->pb_N - jb * r->BN);
+  b.layout = (tl_layout){.tiled = 1, .vnni = (uint8_t)r->pb_vnni, .tile_r = (uint16_t)r->pb_tile_r, .tile_c = 16};
+  return b;
+}
+
+/* The activation in double (for the i32 epilogue). */
+static double tl_mm_act_f64(tl_act act, double v) {
+  switch (act) {
+  case TL_ACT_RELU: return v > 0 ? v : 0;
+  case TL_ACT_GELU: return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440));
+  case TL_ACT_SILU: return v / (1.0 + exp(-v));
+  default: return v;
+  }
+}
+
+/* i32 c: the epilogue per element in double (exact for every i32 value), stored with rounding
+ * to nearest even and saturation. acc may be c itself (then beta is 0 and c is not read). */
+static void tl_mm_epilogue_int(const tl_mm_run *r, tl_ref *refs, const tl_ref *acc, tl_ref *c) {
+  const int plain = r->alpha == 1.0f && r->beta == 0.0f && r->ibias < 0 && r->ires < 0 && r->act == TL_ACT_NONE;
+  if (plain && acc->data == c->data) return;
+  const tl_ref *bias = r->ibias >= 0 ? &refs[r->ibias] : NULL;
+  tl_ref res;
+  if (r->ires >= 0) res = tl_mm_2d(&refs[r->ires]);
+  for (int64_t i = 0; i < c->valid[0]; i++)
+    for (int64_t j = 0; j < c->valid[1]; j++) {
+      const int64_t ci = i * c->stride[0] + j * c->stride[1];
+      double v = tl_load_f64(acc->data, acc->dtype, i * acc->stride[0] + j * acc->stride[1]);
+      if (r->alpha != 1.0f) v *= r->alpha;
+      if (r->beta != 0.0f) v += (double)r->beta * tl_load_f64(c->data, c->dtype, ci);
+      if (bias) v += tl_load_f64(bias->data, bias->dtype, j * bias->stride[0]);
+      v = tl_mm_act_f64(r->act, v);
+      if (r->ires >= 0) v += tl_load_f64(res.data, res.dtype, i * res.stride[0] + j * res.stride[1]);
+      tl_store_f64(c->data, c->dtype, ci, v);
+    }
+}
+
+/* Floating c: the epilogue on an f32 block F (the accumulator, a conversion scratch or c's own
+ * f32 block) with tile ops, then F cast into c. */
+static void tl_mm_epilogue_float(const tl_prog *p, const tl_mm_run *r, tl_ref *refs, tl_ref *acc, tl_ref *c) {
+  tl_ref F;
+  if (acc->dtype == TL_F32) {
+    F = *acc;
+  } else { /* i32 accumulator of an int8 product into f32 */
+    F = r->icvt >= 0 ? refs[r->icvt] : *c;
+    tl_tile_cast(&F, acc);
+  }
+  if (r->isa >= 0) { /* scale_a as a column [BM, 1] */
+    const tl_ref *s = &refs[r->isa];
+    tl_ref col = *s;
+    col.ndim = 2;
+    col.shape[0] = s->shape[0], col.shape[1] = 1;
+    col.stride[0] = s->stride[0], col.stride[1] = 1;
+    col.valid[0] = s->valid[0], col.valid[1] = 1;
+    tl_tile_binary(&F, &F, &col, TL_BINARY_MUL);
+  }
+  if (r->isb >= 0) tl_tile_binary(&F, &F, &refs[r->isb], TL_BINARY_MUL);
+  if (r->alpha != 1.0f) {
+    float al = r->alpha;
+    tl_ref s = tl_mm_scalar(&al);
+    tl_tile_binary(&F, &F, &s, TL_BINARY_MUL);
+  }
+  if (r->itmp >= 0) { /* beta != 0: c's block was loaded */
+    float be = r->beta;
+    tl_ref s = tl_mm_scalar(&be), *T = &refs[r->itmp];
+    tl_tile_binary(T, c, &s, TL_BINARY_MUL);
+    tl_tile_binary(&F, &F, T, TL_BINARY_ADD);
+  }
+  if (r->ibias >= 0) tl_tile_binary(&F, &F, &refs[r->ibias], TL_BINARY_ADD);
+  static const tl_unary act_op[] = {TL_UNARY_IDENTITY, TL_UNARY_RELU, TL_UNARY_GELU, TL_UNARY_SILU};
+  if (r->act != TL_ACT_NONE) tl_tile_unary(&F, &F, act_op[r->act]);
+  if (r->ires >= 0) {
+    tl_ref res = tl_mm_2d(&refs[r->ires]);
+    tl_tile_binary(&F, &F, &res, TL_BINARY_ADD);
+  }
+  if (F.data != c->data) tl_tile_cast(c, &F);
+  (void)p;
+}
+
+/* One step: the dot into the accumulator (overwrite on the first K step), the epilogue on the
+ * last. */
+void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
+  const tl_mm_run *r = user;
+  tl_ref c = tl_mm_2d(&refs[r->ic]);
+  tl_ref acc = r->iacc >= 0 ? refs[r->iacc] : c;
+  const int first = tl_first_visit(p, 0) == 1;
+  if (r->BK == 0) { /* K = 0: the product is zero */
+    if (first) tl_tile_fill(&acc, 0.0);
+  } else {
+    tl_ref a = tl_mm_2d(&refs[r->ia]), b, accv = acc;
+    if (r->packed) {
+      b = tl_mm_packed_ref(p, r);
+      accv.shape[1] = b.shape[1];
+      if (accv.valid[1] > b.shape[1]) accv.valid[1] = b.shape[1];
+    } else {
+      b = tl_mm_2d(&refs[r->ib]);
+    }
+    tl_tile_dot(p, &accv, &a, &b, first ? 0u : (unsigned)TL_DOT_ACCUMULATE);
+  }
+  if (tl_last_visit(p, 0) != 1) return;
+  if (r->int_out) tl_mm_epilogue_int(r, refs, &acc, &c);
+  else tl_mm_epilogue_float(p, r, refs, &acc, &c);
+}

@@ -1,0 +1,70 @@
+/* matmul_impl.h — what matmul.c (checks, config, plan cache, tl_matmul), matmul_body.c (the
+ * step body and its epilogue) and matmul_pack.c (tl_matmul_pack_b, the registry entry) share.
+ *
+ * The kernel: grid (batch, j, i, k) over C's inner batch dim, N blocks, M blocks, K blocks; the
+ * first three TL_PARALLEL, k TL_ARBITRARY and innermost, so each C block's visits are
+ * consecutive (TL_OUT_WRITE, or TL_OUT_ACCUM_LOAD when beta != 0) and its epilogue runs once, on
+ * the last k step. With one K block, B's block (k, j) is the same for every i and stays staged.
+ * Batch dims of c beyond the one in the grid (after merging mergeable dims) are walked by an
+ * outer loop that runs the same plan on offset tensors. */
+#ifndef TL_MATMUL_IMPL_H
+#define TL_MATMUL_IMPL_H
+
+#include "kernels_impl.h"
+
+/* Operand order of the kernel's inputs (absent ones are skipped; the run struct holds the ref
+ * index of each, -1 when absent). */
+enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
+
+/* K rows per B block (and per tile row of a packed b) for each dtype: one tile row of the packed
+ * layout is one K block, so packed b is read in place block by block. */
+#define TL_MM_BK_F32 256
+#define TL_MM_BK_BF16 512
+#define TL_MM_BK_I8 1024
+
+/* What the body reads (the kernel's user data). alpha and beta (and the packed base) are set
+ * before each run, so they are not part of the plan's key. */
+typedef struct tl_mm_run {
+  float alpha, beta;
+  tl_act act;
+  tl_dtype c_dt;       /* c's dtype */
+  int int_out;         /* c is i32: the epilogue runs in double per element (exact for i32) */
+  int ia, ib, ibias, isa, isb, ires, ic; /* ref indices of the operands, -1 when absent */
+  int iacc, icvt, itmp; /* scratch refs: accumulator (-1: accumulate in c), i32 -> f32, beta * c */
+  /* packed b (tiled with tile_r = BK, tile_c = 16): not a plan operand, read in place */
+  int packed;
+  const char *pb_base;     /* set before each run (outer batch offset applied) */
+  int64_t pb_batch_bytes;  /* bytes per inner batch index (0: broadcast) */
+  int64_t pb_K, pb_N, pb_tile_r, pb_ntc;
+  tl_dtype pb_dt;
+  int pb_vnni;
+  int64_t BM, BN, BK;
+} tl_mm_run;
+
+/* Everything a plan of one call is built from: the kernel, its specs, the plan's tensors for
+ * outer batch index 0, and the outer loop. in/out/scratch of k point into this struct (fix them
+ * up after copying it). */
+typedef struct tl_mm_build {
+  tl_kernel k;
+  tl_blockspec in[TL_MM_MAX_IN], out[1];
+  tl_scratch scr[TL_MM_MAX_SCRATCH];
+  tl_tensor tin[TL_MM_MAX_IN], tout[1];
+  tl_mm_run run;
+  int n_outer;                               /* outer batch dims walked by the loop */
+  int64_t outer_shape[TL_MM_MAX_OUTER];
+  int64_t outer_stride[4][TL_MM_MAX_OUTER];  /* bytes, for a, b, c, residual */
+  int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
+} tl_mm_build;
+
+/* Checks the arguments of tl_matmul (message in ctx, nothing touched) and builds the kernel for
+ * them on ctx's budgets and thread count. */
+tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                        const tl_matmul_opts *o, tl_mm_build *out);
+/* Points k's in/out/scratch at the build's own arrays (after a copy) and k.user at run. */
+void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
+/* The step body (matmul_body.c). */
+void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user);
+/* K rows per tile row of a packed b of dtype dt (bf16, i8, u8) with K rows. */
+int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K);
+
+#endif /* TL_MATMUL_IMPL_H */

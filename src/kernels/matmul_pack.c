@@ -1,0 +1,216 @@
+/* matmul_pack.c — tl_matmul_pack_b, tl_free, and the "matmul" registry entries (f32, bf16, u8 x
+ * i8) that build the same kernel tl_matmul builds, for `tilec roofline` / `tilec explain`.
+ *
+ * Packed layouts (what the kernel's B staging uses, so the body reads packed blocks in place):
+ *   f32:  a contiguous row-major copy (the f32 dot reads row-major b in place);
+ *   bf16: tiled, vnni 2, tile_c 16, tile_r = tl_mm_pack_tile_r (the kernel's K block);
+ *   int8: tiled, vnni 4, tile_c 16, tile_r likewise.
+ * Tile padding is zero. Leading (batch) dims are kept, outermost. The buffer comes from
+ * tl_aligned_alloc (64-byte aligned) and is freed with tl_free. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+
+/* Frees what tl_matmul_pack_b allocated (tl_aligned_alloc). NULL is a no-op. */
+void tl_free(void *p) { tl_aligned_free(p); }
+
+/* Checks b and the dtype pair, allocates the packed storage and copies b into it (layouts in the
+ * opening comment). */
+tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed) {
+  if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul_pack_b: ctx is NULL");
+  if (!b || !packed) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: %s is NULL", b ? "packed" : "b");
+  char msg[256];
+  tl_status s = tl_tensor_check(b, "b", msg, sizeof msg);
+  if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul_pack_b: %s", msg);
+  if (b->ndim < 2) return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul_pack_b: b has %d dims, needs at least 2 ([..., K, N])", b->ndim);
+  if (b->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b is already tiled");
+  const tl_dtype db = b->dtype;
+  int ok = (a_dtype == TL_F32 && db == TL_F32) || (a_dtype == TL_BF16 && db == TL_BF16) ||
+           ((a_dtype == TL_I8 || a_dtype == TL_U8) && db == TL_I8);
+  if (!ok)
+    return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul_pack_b: b is %s for a of %s; supported: f32 x f32, bf16 x bf16, u8/i8 x i8",
+                       tl_dtype_name(db), tl_dtype_name(a_dtype));
+  const int64_t numel = tl_tensor_numel(b);
+  if (!b->data && numel > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b has NULL data");
+  const int nd = b->ndim;
+  const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1], es = (int64_t)tl_dtype_size(db);
+  int64_t nmat = 1;
+  for (int d = 0; d < nd - 2; d++) nmat *= b->shape[d];
+  tl_layout lay = {0};
+  int64_t mat_elems = K * N;
+  if (db != TL_F32) {
+    lay = (tl_layout){.tiled = 1, .vnni = db == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)tl_mm_pack_tile_r(db, K), .tile_c = 16};
+    mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
+  }
+  int64_t bytes;
+  if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
+    return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: b %lld x [%lld, %lld] is too large to pack", (long long)nmat,
+                       (long long)K, (long long)N);
+  char *dst = tl_aligned_alloc(64, (size_t)(bytes > 64 ? bytes : 64));
+  if (!dst) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: out of memory for %lld bytes", (long long)bytes);
+  if (lay.tiled) memset(dst, 0, (size_t)bytes);
+  const int64_t ntc = TL_CDIV(N, 16), v = lay.vnni, tr = lay.tile_r, tile = tr * 16;
+  int64_t idx[TL_MAX_DIMS] = {0};
+  for (int64_t m = 0; m < nmat; m++) {
+    const char *src = b->data;
+    for (int d = 0; d < nd - 2; d++) src += idx[d] * b->stride[d] * es;
+    char *mat = dst + m * mat_elems * es;
+    for (int64_t r = 0; r < K; r++) {
+      const char *row = src + r * b->stride[nd - 2] * es;
+      const int64_t cs = b->stride[nd - 1] * es;
+      if (!lay.tiled) {
+        for (int64_t c = 0; c < N; c++) memcpy(mat + (r * N + c) * es, row + c * cs, (size_t)es);
+        continue;
+      }
+      const int64_t rr = r % tr, rbase = (r / tr) * ntc * tile + (rr / v) * 16 * v + rr % v;
+      for (int64_t c = 0; c < N; c++)
+        memcpy(mat + (rbase + (c / 16) * tile + (c % 16) * v) * es, row + c * cs, (size_t)es);
+    }
+    for (int d = nd - 3; d >= 0 && ++idx[d] == b->shape[d]; d--) idx[d] = 0;
+  }
+  memset(packed, 0, sizeof *packed);
+  packed->data = dst, packed->dtype = db, packed->ndim = nd, packed->layout = lay;
+  for (int d = 0; d < nd; d++) packed->shape[d] = b->shape[d];
+  if (!lay.tiled) {
+    packed->stride[nd - 1] = 1;
+    for (int d = nd - 2; d >= 0; d--) packed->stride[d] = packed->stride[d + 1] * packed->shape[d + 1];
+  }
+  tl_ctx_ok(ctx);
+  return TL_OK;
+}
+
+/* ---- registry entries ---- */
+
+/* Allocates buffer slot `slot` of n elements of dt with random values in [-1, 1) (integers:
+ * -100..100, u8: 0..200), from f32 slot `tmp_slot` (freed again). NULL when out of memory. */
+static void *tl_mm_kcase_buf(tl_kcase *kc, int slot, int tmp_slot, tl_dtype dt, int64_t n, uint64_t seed) {
+  float *f = tl_kcase_alloc_f32(kc, tmp_slot, n, -1, 1, seed);
+  if (!f || dt == TL_F32) {
+    if (f && slot != tmp_slot) kc->bufs[slot] = f, kc->bufs[tmp_slot] = NULL;
+    return f;
+  }
+  void *p = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * tl_dtype_size(dt));
+  if (p) {
+    for (int64_t i = 0; i < n; i++) {
+      if (dt == TL_BF16) ((uint16_t *)p)[i] = tl_f32_to_bf16(f[i]);
+      else if (dt == TL_I8) ((int8_t *)p)[i] = (int8_t)lrintf(f[i] * 100);
+      else ((uint8_t *)p)[i] = (uint8_t)lrintf(f[i] * 100 + 100);
+    }
+  }
+  tl_aligned_free(f);
+  kc->bufs[tmp_slot] = NULL;
+  kc->bufs[slot] = p;
+  return p;
+}
+
+/* Builds the tl_matmul kernel for "MxNxK" with a of dtype da (b: da, or i8 for u8; c: f32, or
+ * i32 for u8). */
+static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *err, size_t errn, tl_dtype da,
+                               const char *name) {
+  int64_t d[3];
+  int n = tl_shape_parse(shape ? shape : "512x512x512", d, 3, err, errn);
+  if (n < 0) return TL_ERR_SHAPE;
+  if (n != 3) {
+    tl_msg(err, errn, "%s: shape is MxNxK, got %d sizes", name, n);
+    return TL_ERR_SHAPE;
+  }
+  const int64_t M = d[0], N = d[1], K = d[2];
+  if (tl_kcase_elems(M, K, "matmul A", err, errn) < 0 || tl_kcase_elems(K, N, "matmul B", err, errn) < 0 ||
+      tl_kcase_elems(M, N, "matmul C", err, errn) < 0)
+    return TL_ERR_SHAPE;
+  memset(kc, 0, sizeof *kc);
+  snprintf(kc->name, sizeof kc->name, "%s", name);
+  snprintf(kc->shape, sizeof kc->shape, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+  const tl_dtype db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
+  kc->dtype = da == TL_U8 ? TL_I8 : da;
+  void *a = tl_mm_kcase_buf(kc, 0, 3, da, M * K, 3), *b = tl_mm_kcase_buf(kc, 1, 3, db, K * N, 4);
+  void *c = tl_aligned_alloc(64, (size_t)(M * N) * 4);
+  kc->bufs[2] = c;
+  tl_mm_run *run = tl_calloc(1, sizeof *run);
+  kc->user = run;
+  if (!a || !b || !c || !run) {
+    tl_kcase_free(kc);
+    tl_msg(err, errn, "out of memory for %s", shape);
+    return TL_ERR_NOMEM;
+  }
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  tl_tensor ta = tl_tensor_make(a, da, 2, sa), tb = tl_tensor_make(b, db, 2, sb), tc = tl_tensor_make(c, dc, 2, sc);
+  tl_mm_build bd;
+  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  tl_status s = tl_mm_prepare(ctx, &ta, &tb, &tc, &o, &bd);
+  if (s != TL_OK) {
+    tl_msg(err, errn, "%s", tl_ctx_error(ctx));
+    tl_kcase_free(kc);
+    return s;
+  }
+  *run = bd.run;
+  kc->k = bd.k;
+  for (int i = 0; i < bd.k.n_in; i++) kc->specs[i] = bd.in[i], kc->in[i] = bd.tin[i];
+  kc->specs[bd.k.n_in] = bd.out[0];
+  kc->out[0] = bd.tout[0];
+  for (int i = 0; i < bd.k.n_scratch; i++) kc->scratch[i] = bd.scr[i];
+  kc->k.name = kc->name;
+  kc->k.in = kc->specs, kc->k.out = &kc->specs[bd.k.n_in], kc->k.scratch = bd.k.n_scratch ? kc->scratch : NULL;
+  kc->k.user = run;
+  return TL_OK;
+}
+
+/* The registry's three make functions: f32, bf16 -> f32, u8 x i8 -> i32. */
+static tl_status tl_mm_make_f32(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *err, size_t errn) {
+  return tl_mm_make_dt(ctx, shape, kc, err, errn, TL_F32, "matmul");
+}
+static tl_status tl_mm_make_bf16(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *err, size_t errn) {
+  return tl_mm_make_dt(ctx, shape, kc, err, errn, TL_BF16, "matmul_bf16");
+}
+static tl_status tl_mm_make_u8(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *err, size_t errn) {
+  return tl_mm_make_dt(ctx, shape, kc, err, errn, TL_U8, "matmul_u8i8");
+}
+
+/* Relative error of C against A @ B in double (inputs read in their dtype), on up to 64 sampled
+ * rows. The kernel's tensors are 3-D [1, R, C] views. */
+static double tl_mm_kcase_check(const tl_kcase *kc) {
+  const tl_tensor *a = &kc->in[0], *b = &kc->in[1], *c = &kc->out[0];
+  const int64_t M = a->shape[1], K = a->shape[2], N = b->shape[2];
+  const int64_t step = M > 64 ? M / 64 : 1;
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < M; i += step)
+    for (int64_t j = 0; j < N; j++) {
+      double r = 0;
+      for (int64_t q = 0; q < K; q++) r += tl_load_f64(a->data, a->dtype, i * K + q) * tl_load_f64(b->data, b->dtype, q * N + j);
+      double o = tl_load_f64(c->data, c->dtype, i * N + j);
+      num += (o - r) * (o - r), den += r * r;
+    }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+const tl_kernel_desc tl_kernel_matmul = {
+    .name = "matmul",
+    .summary = "tl_matmul's kernel, f32: grid (batch, N, M, K blocks), epilogue on the last K step",
+    .shape_syntax = "MxNxK",
+    .shapes = "512x512x512 1024x1024x1024 16x4096x4096",
+    .make = tl_mm_make_f32,
+    .check = tl_mm_kcase_check,
+    .tolerance = 1e-5,
+};
+
+const tl_kernel_desc tl_kernel_matmul_bf16 = {
+    .name = "matmul_bf16",
+    .summary = "tl_matmul's kernel, bf16 x bf16 -> f32, B staged tiled vnni 2",
+    .shape_syntax = "MxNxK",
+    .shapes = "512x512x512 1024x1024x1024",
+    .make = tl_mm_make_bf16,
+    .check = tl_mm_kcase_check,
+    .tolerance = 1e-5, /* the reference reads the same bf16 inputs: only f32 summation differs */
+};
+
+const tl_kernel_desc tl_kernel_matmul_u8i8 = {
+    .name = "matmul_u8i8",
+    .summary = "tl_matmul's kernel, u8 x i8 -> i32, B staged tiled vnni 4",
+    .shape_syntax = "MxNxK",
+    .shapes = "512x512x512 1024x1024x1024",
+    .make = tl_mm_make_u8,
+    .check = tl_mm_kcase_check,
+    .tolerance = 0,
+};

@@ -1,0 +1,435 @@
+/* test_matmul.c — tl_matmul and tl_matmul_pack_b against a float64 reference, under a context
+ * capped at each ISA level the CPU has (scalar, avx2, avx512, avx512bf16): shapes with 1, primes
+ * and sizes dividing no block size, skinny M, transposed and broadcast operands, batch broadcast,
+ * beta over a NaN-filled c, every epilogue, bf16 and int8 paths, pre-packed b (bitwise equal to
+ * unpacked), NaN/Inf propagation, K = 0, the plan cache, and every refusal with c untouched.
+ * Tolerances: f32 1e-5 relative (||out - ref|| / ||ref||), bf16 output 1e-2, int8 -> i32 exact. */
+#include <tilec.h>
+
+#include "test_util.h"
+
+#define TL_ARRAY_LEN_T(x) (sizeof(x) / sizeof((x)[0]))
+
+static tl_ctx *g_ctx;
+static const char *g_isa;
+static test_rng g_rng = {0x1234567ull};
+
+/* ---- tensors ---- */
+
+typedef struct mm_t {
+  tl_tensor t;
+  void *mem;
+} mm_t;
+
+/* Random tensor of dt and shape; trans: stored with the last two dims swapped (a transposed
+ * view); bcast_dim >= 0: that dim has stride 0 (stored once). */
+static mm_t mk(tl_dtype dt, int nd, const int64_t *shape, int trans, int bcast_dim) {
+  mm_t m;
+  int64_t sh[6], n = 1;
+  for (int d = 0; d < nd; d++) sh[d] = shape[d];
+  if (bcast_dim >= 0) sh[bcast_dim] = 1;
+  if (trans) sh[nd - 1] = shape[nd - 2], sh[nd - 2] = shape[nd - 1];
+  for (int d = 0; d < nd; d++) n *= sh[d];
+  size_t es = tl_dtype_size(dt);
+  m.mem = malloc((size_t)(n ? n : 1) * es);
+  for (int64_t i = 0; i < n; i++) {
+    switch (dt) {
+    case TL_F32: ((float *)m.mem)[i] = (float)test_rng_uniform(&g_rng, -1, 1); break;
+    case TL_BF16: ((uint16_t *)m.mem)[i] = tl_f32_to_bf16((float)test_rng_uniform(&g_rng, -1, 1)); break;
+    case TL_I8: ((int8_t *)m.mem)[i] = (int8_t)test_rng_int(&g_rng, -128, 127); break;
+    case TL_U8: ((uint8_t *)m.mem)[i] = (uint8_t)test_rng_int(&g_rng, 0, 255); break;
+    case TL_I32: ((int32_t *)m.mem)[i] = (int32_t)test_rng_int(&g_rng, -1000, 1000); break;
+    default: break;
+    }
+  }
+  m.t = tl_tensor_make(m.mem, dt, nd, sh);
+  if (trans) {
+    int64_t s = m.t.stride[nd - 1];
+    m.t.stride[nd - 1] = m.t.stride[nd - 2], m.t.stride[nd - 2] = s;
+    m.t.shape[nd - 1] = shape[nd - 1], m.t.shape[nd - 2] = shape[nd - 2];
+  }
+  if (bcast_dim >= 0) m.t.shape[bcast_dim] = shape[bcast_dim], m.t.stride[bcast_dim] = 0;
+  return m;
+}
+
+static double ld(const tl_tensor *t, const int64_t *idx) {
+  const void *p = tl_tensor_at(t, idx);
+  switch (t->dtype) {
+  case TL_F32: return *(const float *)p;
+  case TL_BF16: return tl_bf16_to_f32(*(const uint16_t *)p);
+  case TL_I8: return *(const int8_t *)p;
+  case TL_U8: return *(const uint8_t *)p;
+  case TL_I32: return *(const int32_t *)p;
+  default: return NAN;
+  }
+}
+
+static void fill_nan(tl_tensor *t) {
+  int64_t n = tl_tensor_nbytes(t);
+  if (t->dtype == TL_F32)
+    for (int64_t i = 0; i < n / 4; i++) ((float *)t->data)[i] = NAN;
+  else if (t->dtype == TL_BF16)
+    for (int64_t i = 0; i < n / 2; i++) ((uint16_t *)t->data)[i] = 0x7FC0;
+  else memset(t->data, 0x5A, (size_t)n);
+}
+
+/* ---- the reference ---- */
+
+typedef struct mm_case {
+  tl_dtype da, db, dc;
+  int nda, ndb, ndc;
+  int64_t sa[6], sb[6], sc[6];
+  int trans_a, trans_b, bcast_a, bcast_b; /* bcast: dim with stride 0, -1 none */
+  int bias, res, scales;
+  tl_act act;
+  float alpha, beta;
+} mm_case;
+
+static double act_f64(tl_act a, double v) {
+  if (a == TL_ACT_RELU) return v > 0 ? v : (v != v ? v : 0);
+  if (a == TL_ACT_GELU) return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+  if (a == TL_ACT_SILU) return v / (1 + exp(-v));
+  return v;
+}
+
+/* ref[] (numel of c) = the epilogue of a @ b in double; c_old holds c before the call. */
+static void reference(const mm_case *mc, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c_old, const tl_tensor *bias,
+                      const tl_tensor *res, const tl_tensor *sa, const tl_tensor *sb, double *ref) {
+  const int nbc = c_old->ndim - 2, nba = a->ndim - 2, nbb = b->ndim - 2;
+  const int64_t M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = b->shape[b->ndim - 1];
+  int64_t nbatch = 1;
+  for (int d = 0; d < nbc; d++) nbatch *= c_old->shape[d];
+  int64_t ic[6] = {0}, ia[6], ib[6], o = 0;
+  for (int64_t bt = 0; bt < nbatch; bt++) {
+    for (int e = 0; e < nba; e++) ia[e] = a->shape[e] == 1 ? 0 : ic[e + nbc - nba];
+    for (int e = 0; e < nbb; e++) ib[e] = b->shape[e] == 1 ? 0 : ic[e + nbc - nbb];
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; k++) {
+          ia[nba] = i, ia[nba + 1] = k, ib[nbb] = k, ib[nbb + 1] = j;
+          acc += ld(a, ia) * ld(b, ib);
+        }
+        double v = acc;
+        if (sa) v *= ld(sa, &i);
+        if (sb) v *= ld(sb, &j);
+        v *= (double)mc->alpha;
+        ic[nbc] = i, ic[nbc + 1] = j;
+        if (mc->beta != 0) v += (double)mc->beta * ld(c_old, ic);
+        if (bias) v += ld(bias, &j);
+        v = act_f64(mc->act, v);
+        if (res) v += ld(res, ic);
+        if (c_old->dtype == TL_I32) v = v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0 : nearbyint(v);
+        ref[o++] = v;
+      }
+    for (int d = nbc - 1; d >= 0 && ++ic[d] == c_old->shape[d]; d--) ic[d] = 0;
+  }
+}
+
+/* Reads c into out[] in the reference's order. */
+static void read_c(const tl_tensor *c, double *out) {
+  int64_t n = tl_tensor_numel(c), idx[6] = {0};
+  for (int64_t o = 0; o < n; o++) {
+    out[o] = ld(c, idx);
+    for (int d = c->ndim - 1; d >= 0 && ++idx[d] == c->shape[d]; d--) idx[d] = 0;
+  }
+}
+
+/* Runs one case (packed: b through tl_matmul_pack_b, and compared bitwise with the unpacked
+ * run); returns the relative error (exact cases: max abs difference), or -1 on failure. */
+static double run_case(const mm_case *mc, int packed) {
+  mm_t a = mk(mc->da, mc->nda, mc->sa, mc->trans_a, mc->bcast_a), b = mk(mc->db, mc->ndb, mc->sb, mc->trans_b, mc->bcast_b);
+  mm_t c = mk(mc->dc, mc->ndc, mc->sc, 0, -1);
+  const int64_t M = mc->sa[mc->nda - 2], N = mc->sb[mc->ndb - 1];
+  const int int_out = mc->dc == TL_I32;
+  mm_t bias = {0}, res = {0}, sa = {0}, sb = {0};
+  tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  o.alpha = mc->alpha, o.beta = mc->beta, o.act = mc->act;
+  if (mc->bias) bias = mk(int_out ? TL_I32 : TL_F32, 1, &N, 0, -1), o.bias = &bias.t;
+  if (mc->res) res = mk(int_out ? TL_I32 : mc->dc, mc->ndc, mc->sc, 1, -1), o.residual = &res.t; /* transposed view */
+  if (mc->scales) {
+    sa = mk(TL_F32, 1, &M, 0, -1), sb = mk(TL_F32, 1, &N, 0, -1);
+    o.scale_a = &sa.t, o.scale_b = &sb.t;
+  }
+  if (mc->beta == 0) fill_nan(&c.t);
+  const int64_t n = tl_tensor_numel(&c.t), cbytes = tl_tensor_nbytes(&c.t);
+  void *c_old = malloc((size_t)cbytes + 1);
+  memcpy(c_old, c.mem, (size_t)cbytes);
+  tl_tensor cold = c.t;
+  cold.data = c_old;
+  double *ref = malloc(sizeof(double) * (size_t)(n + 1)), *out = malloc(sizeof(double) * (size_t)(n + 1));
+  reference(mc, &a.t, &b.t, &cold, o.bias, o.residual, o.scale_a, o.scale_b, ref);
+  double err = -1;
+  tl_status s = tl_matmul(g_ctx, &a.t, &b.t, &c.t, &o);
+  CHECK(s == TL_OK, "[%s] tl_matmul: %s: %s", g_isa, tl_status_name(s), tl_ctx_error(g_ctx));
+  if (s == TL_OK) {
+    read_c(&c.t, out);
+    if (int_out) {
+      err = 0;
+      for (int64_t i = 0; i < n; i++) err = fmax(err, fabs(out[i] - ref[i]));
+    } else {
+      err = test_rel_err(out, ref, n);
+    }
+  }
+  if (packed && s == TL_OK) {
+    tl_tensor pb;
+    s = tl_matmul_pack_b(g_ctx, &b.t, mc->da, &pb);
+    CHECK(s == TL_OK, "[%s] pack_b: %s", g_isa, tl_ctx_error(g_ctx));
+    if (s == TL_OK) {
+      void *c2 = malloc((size_t)cbytes + 1);
+      memcpy(c2, c.mem, (size_t)cbytes);
+      memcpy(c.mem, c_old, (size_t)cbytes);
+      s = tl_matmul(g_ctx, &a.t, &pb, &c.t, &o);
+      CHECK(s == TL_OK, "[%s] tl_matmul packed: %s", g_isa, tl_ctx_error(g_ctx));
+      CHECK(s != TL_OK || !memcmp(c2, c.mem, (size_t)cbytes), "[%s] packed b differs from unpacked (%s, M %lld N %lld)", g_isa,
+            tl_dtype_name(mc->da), (long long)M, (long long)N);
+      free(c2);
+      tl_free(pb.data);
+    }
+  }
+  free(a.mem), free(b.mem), free(c.mem), free(bias.mem), free(res.mem), free(sa.mem), free(sb.mem);
+  free(c_old), free(ref), free(out);
+  return err;
+}
+
+static double tol_for(const mm_case *mc) {
+  if (mc->dc == TL_I32) return 0;
+  if (mc->dc == TL_BF16) return 1e-2;
+  return 1e-5;
+}
+
+static void check_case(const mm_case *mc, int packed, const char *what) {
+  double err = run_case(mc, packed), tol = tol_for(mc);
+  CHECK(err >= 0 && err <= tol, "[%s] %s: %s x %s -> %s a%s b%s: err %.3g > %.3g", g_isa, what, tl_dtype_name(mc->da),
+        tl_dtype_name(mc->db), tl_dtype_name(mc->dc), mc->trans_a ? "T" : "", mc->trans_b ? "T" : "", err, tol);
+}
+
+static mm_case plain(tl_dtype da, tl_dtype db, tl_dtype dc, int64_t M, int64_t N, int64_t K) {
+  mm_case mc = {.da = da, .db = db, .dc = dc, .nda = 2, .ndb = 2, .ndc = 2, .sa = {M, K}, .sb = {K, N}, .sc = {M, N},
+                .bcast_a = -1, .bcast_b = -1, .alpha = 1};
+  return mc;
+}
+
+/* ---- tests ---- */
+
+static void test_shapes(void) {
+  static const int64_t Ms[] = {1, 3, 16, 17, 100}, Ns[] = {1, 7, 33, 300}, Ks[] = {1, 13, 64, 300};
+  for (size_t im = 0; im < 5; im++)
+    for (size_t in = 0; in < 4; in++) {
+      int64_t K = Ks[(im + in) % 4];
+      mm_case mc = plain(TL_F32, TL_F32, TL_F32, Ms[im], Ns[in], K);
+      mc.trans_a = (im + in) % 3 == 1, mc.trans_b = (im + in) % 3 == 2;
+      check_case(&mc, 0, "f32 shape");
+    }
+}
+
+static void test_batch(void) {
+  /* a [2, 1, M, K] broadcast against b [3, K, N] -> c [2, 3, M, N] */
+  mm_case mc = {.da = TL_F32, .db = TL_F32, .dc = TL_F32, .nda = 4, .ndb = 3, .ndc = 4, .sa = {2, 1, 17, 29},
+                .sb = {3, 29, 37}, .sc = {2, 3, 17, 37}, .bcast_a = -1, .bcast_b = -1, .alpha = 1};
+  check_case(&mc, 0, "batch broadcast");
+  mc.trans_a = 1, mc.trans_b = 1;
+  check_case(&mc, 1, "batch broadcast transposed, packed");
+  /* stride-0 batch dims */
+  mm_case m2 = {.da = TL_F32, .db = TL_F32, .dc = TL_F32, .nda = 3, .ndb = 3, .ndc = 3, .sa = {4, 5, 19}, .sb = {4, 19, 23},
+                .sc = {4, 5, 23}, .bcast_a = 0, .bcast_b = -1, .alpha = 1};
+  check_case(&m2, 0, "stride-0 batch a");
+  m2.bcast_a = -1, m2.bcast_b = 0;
+  check_case(&m2, 1, "stride-0 batch b, packed");
+  /* b 2-D for a batched a; and residual in a non-mergeable (transposed) layout: the outer loop */
+  mm_case m3 = {.da = TL_BF16, .db = TL_BF16, .dc = TL_F32, .nda = 4, .ndb = 2, .ndc = 4, .sa = {2, 3, 9, 40}, .sb = {40, 21},
+                .sc = {2, 3, 9, 21}, .bcast_a = 1, .bcast_b = -1, .res = 1, .alpha = 1};
+  check_case(&m3, 1, "bf16 batch, 2-D b, packed");
+}
+
+static void test_epilogues(void) {
+  for (int dcb = 0; dcb < 2; dcb++)
+    for (int act = 0; act < 4; act++)
+      for (int mask = 0; mask < 8; mask++) {
+        mm_case mc = plain(TL_F32, TL_F32, dcb ? TL_BF16 : TL_F32, 17, 45, 70);
+        mc.act = (tl_act)act;
+        mc.bias = mask & 1, mc.res = (mask >> 1) & 1;
+        mc.alpha = (mask & 4) ? 0.5f : 1.0f;
+        mc.beta = (act + mask) % 3 == 0 ? 0.75f : 0.0f;
+        check_case(&mc, 0, "epilogue");
+      }
+}
+
+static void test_bf16(void) {
+  static const int64_t sh[][3] = {{1, 64, 100}, {3, 17, 33}, {16, 100, 520}, {100, 33, 64}, {17, 1, 1}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(sh); i++) {
+    mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, sh[i][0], sh[i][1], sh[i][2]);
+    mc.trans_a = i == 3, mc.trans_b = i == 1;
+    check_case(&mc, 1, "bf16 -> f32");
+    mc.dc = TL_BF16, mc.bias = 1, mc.act = TL_ACT_GELU;
+    check_case(&mc, 1, "bf16 -> bf16");
+  }
+}
+
+static void test_int8(void) {
+  static const int64_t sh[][3] = {{1, 64, 100}, {3, 17, 33}, {16, 40, 1100}, {100, 33, 64}, {17, 1, 1}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(sh); i++)
+    for (int sgn = 0; sgn < 2; sgn++) {
+      mm_case mc = plain(sgn ? TL_I8 : TL_U8, TL_I8, TL_I32, sh[i][0], sh[i][1], sh[i][2]);
+      mc.trans_b = i == 1;
+      check_case(&mc, 1, "int8 -> i32");
+      mc.bias = 1, mc.res = 1, mc.act = TL_ACT_RELU, mc.beta = i == 2 ? 2.0f : 0.0f;
+      check_case(&mc, 1, "int8 -> i32 epilogue");
+      mm_case mf = plain(mc.da, TL_I8, TL_F32, sh[i][0], sh[i][1], sh[i][2]);
+      mf.scales = 1, mf.alpha = 0.25f, mf.bias = i & 1, mf.act = TL_ACT_SILU, mf.beta = i == 3 ? 0.5f : 0.0f;
+      check_case(&mf, 1, "int8 scales -> f32");
+    }
+}
+
+static void test_packed_f32(void) {
+  mm_case mc = plain(TL_F32, TL_F32, TL_F32, 33, 300, 270);
+  check_case(&mc, 1, "f32 packed");
+  mc.trans_b = 1;
+  check_case(&mc, 1, "f32 packed from transposed");
+}
+
+static void test_k0_and_empty(void) {
+  mm_case mc = plain(TL_F32, TL_F32, TL_F32, 5, 7, 0);
+  check_case(&mc, 0, "K = 0");
+  mc.bias = 1, mc.res = 1, mc.act = TL_ACT_SILU;
+  check_case(&mc, 0, "K = 0 with epilogue");
+  mm_case mb = plain(TL_BF16, TL_BF16, TL_BF16, 5, 20, 0);
+  mb.bias = 1;
+  check_case(&mb, 1, "bf16 K = 0 packed");
+  mm_case mi = plain(TL_U8, TL_I8, TL_I32, 5, 20, 0);
+  check_case(&mi, 1, "int8 K = 0 packed");
+  float x = 1;
+  int64_t s0[2] = {0, 4}, s1[2] = {4, 3}, s2[2] = {0, 3};
+  tl_tensor a = tl_tensor_make(&x, TL_F32, 2, s0), b = tl_tensor_make(&x, TL_F32, 2, s1), c = tl_tensor_make(&x, TL_F32, 2, s2);
+  CHECK(tl_matmul(g_ctx, &a, &b, &c, NULL) == TL_OK && x == 1, "[%s] M = 0: %s", g_isa, tl_ctx_error(g_ctx));
+}
+
+static void test_nan_inf(void) {
+  for (int bf = 0; bf < 2; bf++) {
+    tl_dtype dt = bf ? TL_BF16 : TL_F32;
+    int64_t M = 9, N = 40, K = 50;
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+    mm_t a = mk(dt, 2, sa, 0, -1), b = mk(dt, 2, sb, 0, -1), c = mk(TL_F32, 2, sc, 0, -1);
+    /* a[2, 5] = NaN: row 2 is NaN; b[7, 3] = +Inf with a[., 7] != 0: column 3 is +-Inf or NaN */
+    if (bf) ((uint16_t *)a.mem)[2 * K + 5] = 0x7FC0, ((uint16_t *)b.mem)[7 * N + 3] = 0x7F80;
+    else ((float *)a.mem)[2 * K + 5] = NAN, ((float *)b.mem)[7 * N + 3] = INFINITY;
+    tl_status s = tl_matmul(g_ctx, &a.t, &b.t, &c.t, NULL);
+    CHECK(s == TL_OK, "[%s] nan: %s", g_isa, tl_ctx_error(g_ctx));
+    const float *cp = c.mem;
+    int ok_row = 1, ok_col = 1, ok_rest = 1;
+    for (int64_t j = 0; j < N; j++) ok_row &= isnan(cp[2 * N + j]);
+    for (int64_t i = 0; i < M; i++) ok_col &= i == 2 ? 1 : isinf(cp[i * N + 3]);
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++)
+        if (i != 2 && j != 3) ok_rest &= isfinite(cp[i * N + j]);
+    CHECK(ok_row && ok_col && ok_rest, "[%s] %s NaN/Inf propagation: row %d col %d rest %d", g_isa, tl_dtype_name(dt), ok_row,
+          ok_col, ok_rest);
+    free(a.mem), free(b.mem), free(c.mem);
+  }
+}
+
+static void test_cache(void) {
+  /* more distinct shapes than the cache holds, then the first again */
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < 40; i += r ? 13 : 1) {
+      mm_case mc = plain(TL_F32, TL_F32, TL_F32, 1 + i % 5, 3 + i, 4);
+      double err = run_case(&mc, 0);
+      CHECK(err >= 0 && err <= 1e-5, "[%s] cache shape %d: err %g", g_isa, i, err);
+    }
+  /* same shapes, new alpha / beta values (not part of the key) */
+  mm_case mc = plain(TL_F32, TL_F32, TL_F32, 20, 30, 40);
+  mc.alpha = 2, mc.beta = 0.5f;
+  check_case(&mc, 0, "cache alpha 2");
+  mc.alpha = -1, mc.beta = 3;
+  check_case(&mc, 0, "cache alpha -1");
+}
+
+/* One refusal: status st, message naming `word`, c untouched. */
+static void refuse(const char *what, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *o, tl_status st,
+                   const char *word) {
+  int64_t nb = c && c->data ? tl_tensor_nbytes(c) : 0;
+  void *save = nb > 0 ? malloc((size_t)nb) : NULL;
+  if (save) memcpy(save, c->data, (size_t)nb);
+  tl_status s = tl_matmul(g_ctx, a, b, c, o);
+  CHECK(s == st, "[%s] %s: got %s, want %s (%s)", g_isa, what, tl_status_name(s), tl_status_name(st), tl_ctx_error(g_ctx));
+  CHECK(strstr(tl_ctx_error(g_ctx), word) != NULL, "[%s] %s: message '%s' lacks '%s'", g_isa, what, tl_ctx_error(g_ctx), word);
+  if (save) CHECK(!memcmp(save, c->data, (size_t)nb), "[%s] %s: c was written", g_isa, what);
+  free(save);
+}
+
+static void test_refusals(void) {
+  int64_t sa[2] = {4, 6}, sb[2] = {6, 5}, sc[2] = {4, 5}, sbad[2] = {7, 5}, s3a[3] = {2, 4, 6}, s3c[3] = {3, 4, 5};
+  mm_t a = mk(TL_F32, 2, sa, 0, -1), b = mk(TL_F32, 2, sb, 0, -1), c = mk(TL_F32, 2, sc, 0, -1);
+  mm_t bk = mk(TL_F32, 2, sbad, 0, -1), a3 = mk(TL_F32, 3, s3a, 0, -1), c3 = mk(TL_F32, 3, s3c, 0, -1);
+  mm_t ab = mk(TL_BF16, 2, sa, 0, -1), bb = mk(TL_BF16, 2, sb, 0, -1), ai = mk(TL_I8, 2, sa, 0, -1), bu = mk(TL_U8, 2, sb, 0, -1);
+  mm_t ci = mk(TL_I32, 2, sc, 0, -1), bi = mk(TL_I8, 2, sb, 0, -1);
+  int64_t n4 = 4, n5 = 5, n6 = 6;
+  mm_t v4 = mk(TL_F32, 1, &n4, 0, -1), v5 = mk(TL_F32, 1, &n5, 0, -1), v6 = mk(TL_F32, 1, &n6, 0, -1), r = mk(TL_F32, 2, sa, 0, -1);
+  tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  refuse("K mismatch", &a.t, &bk.t, &c.t, NULL, TL_ERR_SHAPE, "K");
+  refuse("c shape", &a.t, &b.t, &bk.t, NULL, TL_ERR_SHAPE, "c");
+  refuse("batch mismatch", &a3.t, &b.t, &c3.t, NULL, TL_ERR_SHAPE, "batch");
+  refuse("f32 x bf16", &a.t, &bb.t, &c.t, NULL, TL_ERR_DTYPE, "bf16");
+  refuse("bf16 -> i32", &ab.t, &bb.t, &ci.t, NULL, TL_ERR_DTYPE, "i32");
+  refuse("i8 x u8", &ai.t, &bu.t, &ci.t, NULL, TL_ERR_DTYPE, "u8");
+  refuse("NULL a", NULL, &b.t, &c.t, NULL, TL_ERR_INVALID, "a is NULL");
+  refuse("NULL b", &a.t, NULL, &c.t, NULL, TL_ERR_INVALID, "b is NULL");
+  refuse("NULL c", &a.t, &b.t, NULL, NULL, TL_ERR_INVALID, "c is NULL");
+  tl_tensor an = a.t;
+  an.data = NULL;
+  refuse("NULL data", &an, &b.t, &c.t, NULL, TL_ERR_INVALID, "data is NULL");
+  o.bias = &v4.t;
+  refuse("bias length", &a.t, &b.t, &c.t, &o, TL_ERR_SHAPE, "bias");
+  o = (tl_matmul_opts)TL_MATMUL_OPTS_INIT, o.residual = &r.t;
+  refuse("residual shape", &a.t, &b.t, &c.t, &o, TL_ERR_SHAPE, "residual");
+  o = (tl_matmul_opts)TL_MATMUL_OPTS_INIT, o.scale_a = &v4.t;
+  refuse("scales with f32", &a.t, &b.t, &c.t, &o, TL_ERR_INVALID, "scale");
+  refuse("scales with i32 c", &ai.t, &bi.t, &ci.t, &o, TL_ERR_DTYPE, "scale");
+  mm_t cf = mk(TL_F32, 2, sc, 0, -1);
+  o.scale_a = &v6.t;
+  refuse("scale_a length", &ai.t, &bi.t, &cf.t, &o, TL_ERR_SHAPE, "scale_a");
+  o = (tl_matmul_opts)TL_MATMUL_OPTS_INIT, o.scale_b = &v4.t;
+  refuse("scale_b length", &ai.t, &bi.t, &cf.t, &o, TL_ERR_SHAPE, "scale_b");
+  o = (tl_matmul_opts)TL_MATMUL_OPTS_INIT, o.act = (tl_act)9;
+  refuse("act", &a.t, &b.t, &c.t, &o, TL_ERR_INVALID, "act");
+  tl_tensor bt = bb.t;
+  bt.layout = (tl_layout){.tiled = 1, .vnni = 2, .tile_r = 2, .tile_c = 16};
+  bt.stride[0] = bt.stride[1] = 0;
+  refuse("foreign tiled b", &ab.t, &bt, &c.t, NULL, TL_ERR_INVALID, "tl_matmul_pack_b");
+  tl_tensor pb;
+  CHECK(tl_matmul_pack_b(g_ctx, &b.t, TL_BF16, &pb) == TL_ERR_DTYPE, "[%s] pack_b f32 for bf16 a", g_isa);
+  CHECK(tl_matmul_pack_b(g_ctx, NULL, TL_F32, &pb) == TL_ERR_INVALID, "[%s] pack_b NULL", g_isa);
+  CHECK(tl_matmul(NULL, &a.t, &b.t, &c.t, NULL) == TL_ERR_INVALID, "[%s] NULL ctx", g_isa);
+  (void)v5;
+  mm_t *all[] = {&a, &b, &c, &bk, &a3, &c3, &ab, &bb, &ai, &bu, &ci, &bi, &v4, &v5, &v6, &r, &cf};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->mem);
+}
+
+
+int main(void) {
+  static const char *isas[] = {"scalar", "avx2", "avx512", "avx512bf16"};
+  tl_cpu_info cpu;
+  tl_cpu_detect(&cpu);
+  for (int i = 0; i < 4; i++) {
+    if ((int)cpu.isa_max < i) break;
+    tl_ctx_opts opts = {.isa = isas[i]};
+    if (tl_ctx_new(&opts, &g_ctx) != TL_OK) {
+      CHECK(0, "tl_ctx_new(%s): %s", isas[i], tl_last_error());
+      continue;
+    }
+    g_isa = isas[i];
+    fprintf(stderr, "isa %s\n", g_isa);
+    RUN(test_shapes);
+    RUN(test_batch);
+    RUN(test_epilogues);
+    RUN(test_bf16);
+    RUN(test_int8);
+    RUN(test_packed_f32);
+    RUN(test_k0_and_empty);
+    RUN(test_nan_inf);
+    RUN(test_cache);
+    RUN(test_refusals);
+    tl_ctx_free(g_ctx);
+  }
+  return test_summary("kernels_matmul");
+}
