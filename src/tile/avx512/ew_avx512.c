@@ -291,30 +291,7 @@ static void tl_x5_reduce_cols(float *dst, const float *src, int64_t rows, int64_
   }
 }
 
-/* dst = reduce src over axis. f32 src with contiguous rows: the last axis (one value per row,
- * stored in dst's dtype as the reference stores it) or axis 0 of a 2-D src into a contiguous f32
- * dst; else 0. */
+/* dst = reduce src over axis: the shared f32 driver (tile_rows.h) around this file's row kernels. */
 int tl_avx512_reduce(tl_ref *dst, const tl_ref *src, int axis, tl_reduce op) {
-  if (src->dtype != TL_F32 || !tl_ref_unit_rows(src) || dst->layout.tiled) return 0;
-  int nd = src->ndim;
-  if (axis == nd - 1) {
-    for (int d = 0; d < nd - 1; d++)
-      if (src->shape[d] == 0) return 1;
-    int64_t n = src->shape[nd - 1], idx[TL_MAX_DIMS] = {0};
-    size_t ed = tl_dtype_size(dst->dtype);
-    do {
-      const float *s = (const float *)src->data + tl_row_off(nd, src->stride, idx);
-      float r = op == TL_REDUCE_SUM ? tl_x5_sum_row(s, n) : tl_x5_maxmin_row(s, n, op == TL_REDUCE_MAX);
-      /* dst's dims 0..nd-2 are src's (the reduced one is last: kept as 1 or removed) */
-      char *d = (char *)dst->data + tl_row_off(nd, dst->stride, idx) * (int64_t)ed;
-      tl_store_f64(d, dst->dtype, 0, r);
-    } while (tl_idx_next(nd - 1, src->shape, idx));
-    return 1;
-  }
-  if (axis == 0 && nd == 2 && dst->dtype == TL_F32 && tl_ref_unit_rows(dst)) {
-    int64_t rows = src->shape[0], cols = src->shape[1];
-    tl_x5_reduce_cols(dst->data, src->data, rows, cols, src->stride[0], op);
-    return 1;
-  }
-  return 0;
+  return tl_reduce_f32_rows(dst, src, axis, op, tl_x5_sum_row, tl_x5_maxmin_row, tl_x5_reduce_cols);
 }
