@@ -36,6 +36,42 @@ TL_API tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dt
 /* Frees memory tilec allocated for the caller (tl_matmul_pack_b). NULL is a no-op. */
 TL_API void tl_free(void *p);
 
+/* ---- softmax and norms (docs/norms.md) ----
+ * x and y: same shape, any strides (row-major, not tiled), f32 or bf16 each (they may differ);
+ * math in f32. y may be x itself (same data and strides); other overlaps are refused. A row that
+ * fits the staging budget is read once and written once; longer rows use an online two-level
+ * reduction (two reads). NaN propagates; an all -inf softmax row is NaN. Refusals leave y
+ * untouched and name the operand. */
+
+/* y = softmax(x) along axis (axis < 0 counts from the end): exp(x - max) / sum exp(x - max). */
+TL_API tl_status tl_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int axis);
+/* y = log_softmax(x) along axis: x - max - log(sum exp(x - max)). */
+TL_API tl_status tl_log_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int axis);
+/* y = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis (biased variance, computed
+ * without cancellation for large means). gamma and beta are optional [C] (f32 or bf16; NULL: 1
+ * and 0). eps >= 0. */
+TL_API tl_status tl_layernorm(tl_ctx *ctx, const tl_tensor *x, const tl_tensor *gamma, const tl_tensor *beta, float eps,
+                              tl_tensor *y);
+/* y = x / sqrt(mean(x^2) + eps) * gamma over the last axis; gamma optional [C]. */
+TL_API tl_status tl_rmsnorm(tl_ctx *ctx, const tl_tensor *x, const tl_tensor *gamma, float eps, tl_tensor *y);
+
+/* ---- attention (docs/attention.md) ---- */
+typedef struct tl_attention_opts {
+  int causal;             /* 1: query i sees keys j <= i + Sk - Sq (bottom-right aligned) */
+  float scale;            /* 0: 1/sqrt(D) */
+  const tl_tensor *mask;  /* optional additive mask, f32 or q's dtype, broadcastable to [B, Hq, Sq, Sk] */
+} tl_attention_opts;
+#define TL_ATTENTION_OPTS_INIT {.causal = 0, .scale = 0.0f, .mask = NULL}
+
+/* o = softmax(scale * q k^T + mask) v, flash-attention style (the Sq x Sk scores never reach
+ * memory). q: [B, Hq, Sq, D], k and v: [B, Hkv, Sk, D] with Hq % Hkv == 0 (query head h uses
+ * K/V head h / (Hq / Hkv)), o: [B, Hq, Sq, D]; any strides; f32 or bf16 (q, k, v one dtype; o
+ * f32 or q's dtype). A row that sees no key (fully masked) outputs 0. opts NULL: full attention,
+ * scale 1/sqrt(D), no mask. Sq <= 16 takes the decode path (the KV length split across workers,
+ * partials merged in a fixed order: deterministic). */
+TL_API tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, tl_tensor *o,
+                              const tl_attention_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif
