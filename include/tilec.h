@@ -201,11 +201,13 @@ typedef struct tl_ctx_opts {
   const char *isa;       /* NULL: $TILEC_ISA, else the best available; else a cap (see tl_isa) */
   const char *cache_dir; /* NULL: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else ~/.cache/tilec */
   int spin_us;           /* how long idle workers spin before sleeping; 0: 50; < 0: never spin */
+  int tune;              /* tuned configs (docs/tune.md): 0: $TILEC_TUNE (unset or not "0": on); 1 on; -1 off */
+  const char *tune_db;   /* NULL: $TILEC_TUNE_DB, else <cache_dir>/tune.db */
 } tl_ctx_opts;
 
 /* Creates a context: detects the CPU, applies the ISA cap, starts threads - 1 workers (the caller
  * is worker 0). opts may be NULL (all defaults). The environment (TILEC_ISA, TILEC_INTERPRET,
- * TILEC_CACHE_DIR) is read here and only here. On failure *out is NULL and tl_last_error() says
+ * TILEC_CACHE_DIR, TILEC_TUNE, TILEC_TUNE_DB) is read here and only here. On failure *out is NULL and tl_last_error() says
  * why. Threads: 1..1024. */
 TL_API tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out);
 /* Stops the workers and frees the context and every plan made from it. NULL is a no-op, and so
@@ -293,6 +295,8 @@ typedef struct tl_ctx_info {
   int interpret;          /* TILEC_INTERPRET=1 */
   int amx_state;          /* 0: not requested yet, 1: granted, -1: refused or absent */
   char cache_dir[512];
+  int tune;               /* 1: ops use tuned configs from the tuning DB (TILEC_TUNE=0 / opts.tune -1: 0) */
+  char tune_db[512];      /* the tuning DB's path */
 } tl_ctx_info;
 
 /* Fills *out with what ctx runs on. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "matmul_impl.h"
+#include "../tune/tune_impl.h"
 
 #define TL_MM_CACHE 32
 
@@ -230,9 +231,16 @@ static tl_tensor tl_mm_view3(const tl_tensor *t, int64_t inner, int64_t inner_st
   return v;
 }
 
-/* See matmul_impl.h: checks, then batch merging, config, specs, scratch and the kernel. */
+/* See matmul_impl.h. */
 tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
                         tl_mm_build *bd) {
+  return tl_mm_prepare_cfg(ctx, a, b, c, o, NULL, bd);
+}
+
+/* See matmul_impl.h: checks, then batch merging, config (cfg overrides the heuristic's), specs,
+ * scratch and the kernel. */
+tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                            const tl_matmul_opts *o, const int64_t *cfg, tl_mm_build *bd) {
   tl_status s = tl_mm_check(ctx, a, b, c, o);
   if (s != TL_OK) return s;
   tl_ctx_info info;
@@ -285,6 +293,11 @@ tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, con
   const int nscr = !acc_in_c + cvt + tmp;
   const int tiled_b = da != TL_F32;
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed, nscr, o->residual != NULL);
+  if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
+    if (cfg[0] > 0) r->BM = cfg[0];
+    if (cfg[1] > 0) r->BN = cfg[1];
+    if (cfg[2] > 0 && !r->packed) r->BK = cfg[2];
+  }
   const int64_t BM = r->BM, BN = r->BN, BK = r->BK;
   const char *m3 = "z, j, i, k -> z, i, k", *mb = "z, j, i, k -> z, k, j", *mc = "z, j, i, k -> z, i, j";
   int n = 0;
@@ -388,6 +401,32 @@ static void tl_mm_key_tensor(tl_tensor *dst, const tl_tensor *t) {
   for (int d = 0; d < t->ndim && d < TL_MAX_DIMS; d++) dst->shape[d] = t->shape[d], dst->stride[d] = t->stride[d];
 }
 
+/* The plan-cache key of a call. */
+static void tl_mm_make_key(tl_mm_key *key, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                           const tl_matmul_opts *o) {
+  memset(key, 0, sizeof *key);
+  const tl_tensor *kt[7] = {a, b, c, o->bias, o->residual, o->scale_a, o->scale_b};
+  for (int i = 0; i < 7; i++) tl_mm_key_tensor(&key->t[i], kt[i]);
+  key->act = (int)o->act, key->beta_nz = o->beta != 0.0f;
+}
+
+/* See matmul_impl.h. */
+int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                        const tl_matmul_opts *opts, int64_t *bm_bn_bk) {
+  const tl_matmul_opts defaults = TL_MATMUL_OPTS_INIT;
+  const tl_mm_cache *cache = tl_ctx_slot_get(ctx, &tl_mm_slot);
+  tl_mm_key key;
+  tl_mm_make_key(&key, a, b, c, opts ? opts : &defaults);
+  for (int i = 0; cache && i < TL_MM_CACHE; i++) {
+    const tl_mm_entry *e = &cache->e[i];
+    if (e->used && !memcmp(&e->key, &key, sizeof key)) {
+      bm_bn_bk[0] = e->bd.run.BM, bm_bn_bk[1] = e->bd.run.BN, bm_bn_bk[2] = e->bd.run.BK;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The cached entry for key, or a fresh (evicted) one with used == 0; NULL when out of memory. */
 static tl_mm_entry *tl_mm_cache_lookup(tl_ctx *ctx, const tl_mm_key *key) {
   tl_mm_cache *cache = tl_ctx_slot_get(ctx, &tl_mm_slot);
@@ -416,6 +455,48 @@ static tl_mm_entry *tl_mm_cache_lookup(tl_ctx *ctx, const tl_mm_key *key) {
   return victim;
 }
 
+/* ---- tuned configs (docs/tune.md) ---- */
+
+/* See matmul_impl.h. */
+void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n) {
+  const tl_mm_run *r = &bd->run;
+  const tl_dtype da = bd->tin[r->ia].dtype, db = r->packed ? r->pb_dt : bd->tin[r->ib].dtype;
+  snprintf(key, n, "%s.%s.%s m%lld n%lld k%lld z%lld%s", tl_dtype_name(da), tl_dtype_name(db), tl_dtype_name(r->c_dt),
+           (long long)bd->M, (long long)bd->N, (long long)bd->K, (long long)bd->k.grid[0], r->packed ? " packed" : "");
+}
+
+/* See matmul_impl.h. */
+int tl_mm_tuned_build(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
+                      const tl_mm_build *heur, tl_mm_build *out) {
+  if (!ctx->info.tune || heur->K == 0) return 0;
+  char key[TL_TUNE_KEY_MAX];
+  tl_mm_tune_key(heur, key, sizeof key);
+  const char *text = tl_tune_lookup(ctx, "matmul", TL_MM_TUNE_VERSION, key);
+  if (!text) return 0;
+  tl_tune_space names = {.nparams = 3, .params = {{.name = "BM"}, {.name = "BN"}, {.name = "BK"}}};
+  int64_t cfg[3] = {heur->run.BM, heur->run.BN, heur->run.BK};
+  if (tl_tune_cfg_parse(&names, text, cfg) != 0 || cfg[0] < 1 || cfg[1] < 1 || cfg[2] < 1) {
+    tl_ctx_warn(ctx, "tl_matmul: tuned config '%.200s' for %s is malformed: using the heuristic's", text, key);
+    return 0;
+  }
+  if (cfg[0] == heur->run.BM && cfg[1] == heur->run.BN && (cfg[2] == heur->run.BK || heur->run.packed)) return 0;
+  return tl_mm_prepare_cfg(ctx, a, b, c, o, cfg, out) == TL_OK;
+}
+
+/* See matmul_impl.h. */
+tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                            const tl_matmul_opts *opts, int64_t *bm_bn_bk, int *tuned) {
+  const tl_matmul_opts defaults = TL_MATMUL_OPTS_INIT;
+  const tl_matmul_opts *o = opts ? opts : &defaults;
+  tl_mm_build bd, tb;
+  tl_status s = tl_mm_prepare(ctx, a, b, c, o, &bd);
+  if (s != TL_OK) return s;
+  *tuned = tl_mm_tuned_build(ctx, a, b, c, o, &bd, &tb);
+  const tl_mm_run *r = *tuned ? &tb.run : &bd.run;
+  bm_bn_bk[0] = r->BM, bm_bn_bk[1] = r->BN, bm_bn_bk[2] = r->BK;
+  return TL_OK;
+}
+
 /* ---- tl_matmul ---- */
 
 /* Checks and builds (tl_mm_prepare), finds or makes the cached plan, sets alpha / beta, and runs
@@ -432,16 +513,24 @@ tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tens
     return TL_OK;
   }
   tl_mm_key key;
-  memset(&key, 0, sizeof key);
-  const tl_tensor *kt[7] = {a, b, c, o->bias, o->residual, o->scale_a, o->scale_b};
-  for (int i = 0; i < 7; i++) tl_mm_key_tensor(&key.t[i], kt[i]);
-  key.act = (int)o->act, key.beta_nz = o->beta != 0.0f;
+  tl_mm_make_key(&key, a, b, c, o);
   tl_mm_entry *e = tl_mm_cache_lookup(ctx, &key);
   if (!e) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul: out of memory for the plan cache");
   if (!e->used) {
-    e->bd = bd;
+    /* a new plan: the tuned config when the DB has one for this problem (looked up only here,
+     * so cached calls never pay for it), else the heuristic's */
+    tl_mm_build tb;
+    int tuned = tl_mm_tuned_build(ctx, a, b, c, o, &bd, &tb);
+    e->bd = tuned ? tb : bd;
     tl_mm_build_fixup(&e->bd, &e->bd.run);
     s = tl_plan_new(ctx, &e->bd.k, e->bd.tin, e->bd.tout, &e->plan);
+    if (s != TL_OK && tuned) {
+      tl_ctx_warn(ctx, "tl_matmul: tuned config BM=%lld BN=%lld BK=%lld refused (%s): using the heuristic's",
+                  (long long)tb.run.BM, (long long)tb.run.BN, (long long)tb.run.BK, tl_ctx_error(ctx));
+      e->bd = bd;
+      tl_mm_build_fixup(&e->bd, &e->bd.run);
+      s = tl_plan_new(ctx, &e->bd.k, e->bd.tin, e->bd.tout, &e->plan);
+    }
     if (s != TL_OK) {
       memset(e, 0, sizeof *e); /* the plan failed: the entry stays free */
       return s;

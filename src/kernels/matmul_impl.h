@@ -60,6 +60,28 @@ typedef struct tl_mm_build {
  * them on ctx's budgets and thread count. */
 tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
                         const tl_matmul_opts *o, tl_mm_build *out);
+/* tl_mm_prepare with a config: cfg (NULL: none) = {BM, BN, BK}, each > 0 replacing the
+ * heuristic's (BK is kept for a packed b, whose K block is its tile row). Used by the tuner's
+ * candidates and by tuned configs. */
+tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                            const tl_matmul_opts *o, const int64_t *cfg, tl_mm_build *out);
+
+/* Tuning (matmul.c, matmul_tune.c; docs/tune.md). The DB key of a problem:
+ * "<a>.<b>.<c> m<M> n<N> k<K> z<inner batch>[ packed]". */
+#define TL_MM_TUNE_VERSION 1
+void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n);
+/* When ctx's tuning DB has a config for heur's problem that differs from heur's, builds it into
+ * *out and returns 1; else 0 (then *out is unset). */
+int tl_mm_tuned_build(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
+                      const tl_mm_build *heur, tl_mm_build *out);
+/* Test hook: the BM, BN, BK a new tl_matmul plan for these arguments would use, and whether they
+ * are tuned. */
+tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                            const tl_matmul_opts *opts, int64_t *bm_bn_bk, int *tuned);
+/* Test hook: the BM, BN, BK of the plan tl_matmul cached for these arguments: 1, or 0 when no
+ * plan is cached for them. */
+int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                        const tl_matmul_opts *opts, int64_t *bm_bn_bk);
 /* Points k's in/out/scratch at the build's own arrays (after a copy) and k.user at run. */
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 /* The step body (matmul_body.c). */

@@ -80,6 +80,10 @@ tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out) {
   const char *interp = getenv("TILEC_INTERPRET");
   in->interpret = interp && *interp && strcmp(interp, "0") != 0;
   tl_ctx_cache_dir(opts->cache_dir, in->cache_dir, sizeof in->cache_dir);
+  const char *tune = getenv("TILEC_TUNE"), *tune_db = opts->tune_db ? opts->tune_db : getenv("TILEC_TUNE_DB");
+  in->tune = opts->tune ? opts->tune > 0 : !(tune && !strcmp(tune, "0"));
+  if (tune_db && *tune_db) snprintf(in->tune_db, sizeof in->tune_db, "%s", tune_db);
+  else snprintf(in->tune_db, sizeof in->tune_db, "%.500s/tune.db", in->cache_dir);
 
   ctx->worker_mem = tl_calloc((size_t)threads, sizeof *ctx->worker_mem);
   ctx->worker_mem_bytes = tl_calloc((size_t)threads, sizeof *ctx->worker_mem_bytes);

@@ -24,6 +24,7 @@
   X("explain", tl_cmd_explain, tl_cmd_explain_help, "explain a kernel instance: blocks, bytes per operand and level, roofline bound, timed run") \
   X("machines", tl_cmd_machines, tl_cmd_machines_help, "list the machines to bound kernels on: the probed host and TPU/GPU presets") \
   X("bench", tl_cmd_bench, tl_cmd_bench_help, "time tilec next to the peer libraries present (copy, scale), size by size") \
+  X("tune", tl_cmd_tune, tl_cmd_tune_help, "search block-size configs for shapes and keep the fastest in the tuning DB") \
   X("probe", tl_cmd_probe, tl_cmd_probe_help, "measure this machine's compute peaks and cache/DRAM bandwidths (cached)") \
   X("info", tl_cmd_info, tl_cmd_info_help, "show the CPU, its features, the ISA paths and the context settings")
 

@@ -1,0 +1,218 @@
+/* matmul_tune.c — tl_matmul's config space for the tuner (src/tune/, docs/tune.md).
+ *
+ * Parameters: BM (rows of A and C per block), BN (columns of B and C), BK (K rows per block).
+ * Candidate values respect what the kernel and the tile layer need:
+ *   - BN: multiples of 16 (a staged bf16/int8 B block is tiled in 16-column tiles; f32 keeps the
+ *     same grain so its vector loops see whole zmm rows);
+ *   - BK: multiples of the dtype's K group: 8 (f32), 32 (bf16: vnni 2 pairs, 64-byte rows), 64
+ *     (int8: vnni 4 quads) — the bf16/int8 B staging layout is tiled BK x 16;
+ *   - BM: multiples of 8 (8 or 16 rows: the microkernel's row blocking), or M itself when small;
+ *   - the heuristic's own values are always in the lists (so it is always a candidate and timed).
+ * A config the executor refuses (VMEM budget, L1 budget...) is pruned by build (tl_plan_new).
+ * The "reduced" space (BM 16..256, BN 32..512, BK 64..512, powers of two) is the one the
+ * tuned-vs-exhaustive comparison enumerates.
+ *
+ * A candidate is the kernel tl_matmul builds (tl_mm_prepare_cfg) planned on the space's own
+ * tensors (random data, owned here), run with tl_plan_run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "matmul_impl.h"
+#include "tune_kernels.h"
+
+typedef struct tl_mm_tune_user {
+  tl_ctx *ctx;
+  tl_tensor a, b, c;
+  void *bufs[3];
+  int64_t M, N, K;
+  tl_dtype da;
+  int64_t gk;           /* BK grain */
+} tl_mm_tune_user;
+
+typedef struct tl_mm_tune_cand {
+  tl_mm_build bd;
+  tl_plan *plan;
+} tl_mm_tune_cand;
+
+static void tl_mm_tune_free_user(void *user) {
+  tl_mm_tune_user *u = user;
+  if (!u) return;
+  for (int i = 0; i < 3; i++) tl_aligned_free(u->bufs[i]);
+  tl_free_mem(u);
+}
+
+static int tl_mm_tune_valid(void *user, const int64_t *cfg, char *why, size_t n) {
+  const tl_mm_tune_user *u = user;
+  const int64_t BM = cfg[0], BN = cfg[1], BK = cfg[2];
+  if (BM < 1 || BN < 1 || BK < 1) return tl_msg(why, n, "blocks must be positive"), 0;
+  if (BN % 16 && BN != u->N) return tl_msg(why, n, "BN %lld is not a multiple of 16", (long long)BN), 0;
+  if (BK % u->gk && !(u->da == TL_F32 && BK == u->K))
+    return tl_msg(why, n, "BK %lld is not a multiple of %lld", (long long)BK, (long long)u->gk), 0;
+  if (BM % 8 && BM != u->M) return tl_msg(why, n, "BM %lld is not a multiple of 8", (long long)BM), 0;
+  if (BK > TL_CDIV(u->K, u->gk) * u->gk && BK != u->K) return tl_msg(why, n, "BK %lld exceeds K", (long long)BK), 0;
+  return 1;
+}
+
+static void tl_mm_tune_release(void *user, void *cand) {
+  (void)user;
+  tl_mm_tune_cand *c = cand;
+  if (!c) return;
+  tl_plan_free(c->plan);
+  tl_free_mem(c);
+}
+
+/* Mean / max work per thread: the executor gives worker w the parallel indices (z, j, i), i
+ * fastest, [n * w / T, n * (w + 1) / T); an index's work is its C block's valid area. */
+static double tl_mm_tune_balance(const tl_mm_build *bd, int T) {
+  const int64_t *g = bd->k.grid, n = g[0] * g[1] * g[2], BM = bd->run.BM, BN = bd->run.BN;
+  double total = (double)bd->M * (double)bd->N * (double)g[0], worst = 0;
+  for (int w = 0; w < T; w++) {
+    double work = 0;
+    for (int64_t p = n * w / T; p < n * (w + 1) / T; p++) {
+      const int64_t i = p % g[2], j = (p / g[2]) % g[1];
+      work += (double)TL_MIN(BM, bd->M - i * BM) * (double)TL_MIN(BN, bd->N - j * BN);
+    }
+    if (work > worst) worst = work;
+  }
+  return worst > 0 ? total / T / worst : 1;
+}
+
+static tl_status tl_mm_tune_build(void *user, const int64_t *cfg, void **cand, tl_tune_built *out) {
+  tl_mm_tune_user *u = user;
+  *cand = NULL;
+  tl_mm_tune_cand *c = tl_calloc(1, sizeof *c);
+  if (!c) return TL_ERR_NOMEM;
+  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  tl_status s = tl_mm_prepare_cfg(u->ctx, &u->a, &u->b, &u->c, &o, cfg, &c->bd);
+  if (s == TL_OK) {
+    tl_mm_build_fixup(&c->bd, &c->bd.run);
+    s = tl_plan_new(u->ctx, &c->bd.k, c->bd.tin, c->bd.tout, &c->plan);
+  }
+  if (s != TL_OK) {
+    tl_mm_tune_release(user, c);
+    return s;
+  }
+  const int64_t *g = c->bd.k.grid;
+  out->plan = c->plan;
+  out->par_blocks = g[0] * g[1] * g[2];
+  out->steps = out->par_blocks * g[3];
+  out->balance = tl_mm_tune_balance(&c->bd, u->ctx->info.threads);
+  *cand = c;
+  return TL_OK;
+}
+
+static int tl_mm_tune_run(void *user, void *cand) {
+  (void)user;
+  tl_mm_tune_cand *c = cand;
+  return tl_plan_run(c->plan, c->bd.tin, c->bd.tout) != TL_OK;
+}
+
+/* Sets param p to the values of list (n of them) that are at most cap, plus extra (the
+ * heuristic's value), ascending and without repeats; at least one value (cap itself when no
+ * list value fits). */
+static void tl_mm_tune_values(tl_tune_param *p, const char *name, const int64_t *list, int n, int64_t cap, int64_t extra) {
+  snprintf(p->name, sizeof p->name, "%s", name);
+  p->nvalues = 0;
+  for (int i = 0; i < n && p->nvalues < TL_TUNE_MAX_VALUES - 1; i++)
+    if (list[i] <= cap) p->values[p->nvalues++] = list[i];
+  if (!p->nvalues) p->values[p->nvalues++] = cap;
+  int have = 0;
+  for (int i = 0; i < p->nvalues; i++) have |= p->values[i] == extra;
+  if (!have && extra > 0) {
+    int i = p->nvalues++;
+    while (i > 0 && p->values[i - 1] > extra) p->values[i] = p->values[i - 1], i--;
+    p->values[i] = extra;
+  }
+}
+
+/* Fills a buffer of n elements of dt with random values (f32 in [-1, 1), bf16 of those, int8
+ * small integers); NULL when out of memory. */
+static void *tl_mm_tune_buf(tl_dtype dt, int64_t n, uint64_t seed) {
+  void *p = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * tl_dtype_size(dt));
+  if (!p) return NULL;
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < n; i++) {
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    const float f = (float)((double)((x * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1);
+    if (dt == TL_F32) ((float *)p)[i] = f;
+    else if (dt == TL_BF16) ((uint16_t *)p)[i] = tl_f32_to_bf16(f);
+    else if (dt == TL_I8) ((int8_t *)p)[i] = (int8_t)(f * 100);
+    else if (dt == TL_U8) ((uint8_t *)p)[i] = (uint8_t)(f * 100 + 100);
+    else ((float *)p)[i] = 0;
+  }
+  return p;
+}
+
+/* See tune_kernels.h. */
+tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_dtype da, int reduced,
+                               tl_tune_space **out, char *err, size_t errn) {
+  *out = NULL;
+  if (ndims != 3) {
+    tl_msg(err, errn, "matmul: shape is MxNxK, got %d sizes", ndims);
+    return TL_ERR_SHAPE;
+  }
+  if (da != TL_F32 && da != TL_BF16 && da != TL_U8) {
+    tl_msg(err, errn, "matmul: dtype %s is not tunable (f32, bf16, int8)", tl_dtype_name(da));
+    return TL_ERR_DTYPE;
+  }
+  const int64_t M = dims[0], N = dims[1], K = dims[2];
+  const int64_t lim = (int64_t)1 << 30;
+  if (M < 1 || N < 1 || K < 1 || M * K > lim || K * N > lim || M * N > lim) {
+    tl_msg(err, errn, "matmul: shape %lldx%lldx%lld: each operand must have 1..2^30 elements", (long long)M,
+           (long long)N, (long long)K);
+    return TL_ERR_SHAPE;
+  }
+  tl_status s = TL_ERR_NOMEM;
+  tl_tune_space *sp = tl_calloc(1, sizeof *sp);
+  tl_mm_tune_user *u = tl_calloc(1, sizeof *u);
+  if (!sp || !u) goto fail;
+  u->ctx = ctx, u->M = M, u->N = N, u->K = K, u->da = da;
+  u->gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
+  const tl_dtype db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
+  u->bufs[0] = tl_mm_tune_buf(da, M * K, 1);
+  u->bufs[1] = tl_mm_tune_buf(db, K * N, 2);
+  u->bufs[2] = tl_mm_tune_buf(dc, M * N, 3);
+  if (!u->bufs[0] || !u->bufs[1] || !u->bufs[2]) goto fail;
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  u->a = tl_tensor_make(u->bufs[0], da, 2, sa);
+  u->b = tl_tensor_make(u->bufs[1], db, 2, sb);
+  u->c = tl_tensor_make(u->bufs[2], dc, 2, sc);
+  tl_mm_build heur;
+  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  s = tl_mm_prepare(ctx, &u->a, &u->b, &u->c, &o, &heur);
+  if (s != TL_OK) {
+    tl_msg(err, errn, "%s", tl_ctx_error(ctx));
+    goto fail;
+  }
+  snprintf(sp->kernel, sizeof sp->kernel, "matmul");
+  sp->version = TL_MM_TUNE_VERSION;
+  tl_mm_tune_key(&heur, sp->key, sizeof sp->key);
+  sp->dtype = db;
+  sp->nparams = 3;
+  sp->heuristic[0] = heur.run.BM, sp->heuristic[1] = heur.run.BN, sp->heuristic[2] = heur.run.BK;
+  static const int64_t bm_full[] = {8, 16, 32, 48, 64, 96, 128, 192, 256};
+  static const int64_t bn_full[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+  static const int64_t bk_full[] = {32, 64, 128, 256, 512, 1024, 2048};
+  static const int64_t bm_red[] = {16, 32, 64, 128, 256}, bn_red[] = {32, 64, 128, 256, 512};
+  const int64_t mcap = M < 8 ? M : TL_CDIV(M, 8) * 8, ncap = TL_CDIV(N, 16) * 16, kcap = TL_CDIV(K, u->gk) * u->gk;
+  tl_mm_tune_values(&sp->params[0], "BM", reduced ? bm_red : bm_full, reduced ? 5 : 9, mcap, heur.run.BM);
+  tl_mm_tune_values(&sp->params[1], "BN", reduced ? bn_red : bn_full, reduced ? 5 : 10, ncap, heur.run.BN);
+  int64_t bkl[8];
+  int nbk = 0;
+  for (int i = 0; i < (int)TL_ARRAY_LEN(bk_full); i++)
+    if (bk_full[i] % u->gk == 0 && (!reduced || (bk_full[i] >= 64 && bk_full[i] <= 1024))) bkl[nbk++] = bk_full[i];
+  tl_mm_tune_values(&sp->params[2], "BK", bkl, nbk, kcap, heur.run.BK);
+  sp->user = u;
+  sp->valid = tl_mm_tune_valid;
+  sp->build = tl_mm_tune_build;
+  sp->run = tl_mm_tune_run;
+  sp->release = tl_mm_tune_release;
+  sp->free_user = tl_mm_tune_free_user;
+  *out = sp;
+  return TL_OK;
+fail:
+  if (s == TL_ERR_NOMEM) tl_msg(err, errn, "matmul: out of memory for %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+  tl_mm_tune_free_user(u);
+  tl_free_mem(sp);
+  return s;
+}

@@ -1,0 +1,28 @@
+/* tune_kernels.h — the kernels `tilec tune` can tune: each entry makes the kernel's config space
+ * (src/tune/tune_impl.h) for one problem. Adding a tunable kernel = one space constructor in its
+ * kernel's *_tune.c and one row in tune_kernels.c. */
+#ifndef TL_TUNE_KERNELS_H
+#define TL_TUNE_KERNELS_H
+
+#include "../tune/tune_impl.h"
+
+typedef struct tl_tune_kernel {
+  const char *name;          /* "matmul" */
+  const char *shape_syntax;  /* "MxNxK" */
+  const char *dtypes;        /* "f32 bf16 int8" (first: the default) */
+  /* Makes the space for dims (ndims sizes) and the input dtype (int8 is u8 x i8); reduced: the
+   * smaller space of the tuned-vs-exhaustive comparison. Bad shapes: TL_ERR_SHAPE / TL_ERR_DTYPE
+   * with a message in err. */
+  tl_status (*space)(tl_ctx *ctx, const int64_t *dims, int ndims, tl_dtype dtype, int reduced, tl_tune_space **out,
+                     char *err, size_t errn);
+} tl_tune_kernel;
+
+/* The tunable kernel called name, or NULL; tl_tune_kernel_at(i) lists them (NULL past the end). */
+const tl_tune_kernel *tl_tune_kernel_find(const char *name);
+const tl_tune_kernel *tl_tune_kernel_at(int i);
+
+/* matmul_tune.c */
+tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_dtype da, int reduced,
+                               tl_tune_space **out, char *err, size_t errn);
+
+#endif /* TL_TUNE_KERNELS_H */
