@@ -40,8 +40,8 @@ TL_API void tl_free(void *p);
  * x and y: same shape, any strides (row-major, not tiled), f32 or bf16 each (they may differ);
  * math in f32. y may be x itself (same data and strides); other overlaps are refused. A row that
  * fits the staging budget is read once and written once; longer rows use an online two-level
- * reduction (two reads). NaN propagates; an all -inf softmax row is NaN. Refusals leave y
- * untouched and name the operand. */
+ * reduction (two reads). NaN propagates; an all -inf softmax row is NaN (and so is a row holding
+ * +inf, as the formula gives). Refusals leave y untouched and name the operand. */
 
 /* y = softmax(x) along axis (axis < 0 counts from the end): exp(x - max) / sum exp(x - max). */
 TL_API tl_status tl_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int axis);
@@ -49,7 +49,7 @@ TL_API tl_status tl_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int a
 TL_API tl_status tl_log_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int axis);
 /* y = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis (biased variance, computed
  * without cancellation for large means). gamma and beta are optional [C] (f32 or bf16; NULL: 1
- * and 0). eps >= 0. */
+ * and 0). eps finite and >= 0. */
 TL_API tl_status tl_layernorm(tl_ctx *ctx, const tl_tensor *x, const tl_tensor *gamma, const tl_tensor *beta, float eps,
                               tl_tensor *y);
 /* y = x / sqrt(mean(x^2) + eps) * gamma over the last axis; gamma optional [C]. */
@@ -65,10 +65,15 @@ typedef struct tl_attention_opts {
 
 /* o = softmax(scale * q k^T + mask) v, flash-attention style (the Sq x Sk scores never reach
  * memory). q: [B, Hq, Sq, D], k and v: [B, Hkv, Sk, D] with Hq % Hkv == 0 (query head h uses
- * K/V head h / (Hq / Hkv)), o: [B, Hq, Sq, D]; any strides; f32 or bf16 (q, k, v one dtype; o
- * f32 or q's dtype). A row that sees no key (fully masked) outputs 0. opts NULL: full attention,
- * scale 1/sqrt(D), no mask. Sq <= 16 takes the decode path (the KV length split across workers,
- * partials merged in a fixed order: deterministic). */
+ * K/V head h / (Hq / Hkv)), o: [B, Hq, Sq, D]; any strides (row-major, not tiled); f32 or bf16
+ * (q, k, v one dtype; o f32 or q's dtype; for bf16 the softmax weights are rounded to bf16 before
+ * the product with v, docs/attention.md). The mask has 1 to 4 dims, right-aligned against
+ * [B, Hq, Sq, Sk], each equal or 1. A row that sees no key (fully masked, causal with Sq > Sk, or
+ * Sk = 0) outputs 0; a NaN score makes its row NaN. opts NULL: full attention, scale 1/sqrt(D), no
+ * mask; the scale must be finite. Sq <= 16 takes the decode path (the KV length split into chunks
+ * that depend on Sk only, partials merged in a fixed order: bitwise identical for any thread
+ * count). Refused (TL_ERR_SHAPE / TL_ERR_DTYPE / TL_ERR_INVALID / TL_ERR_VMEM, o untouched) with
+ * a message naming the operand; o may not overlap q, k, v or the mask. */
 TL_API tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, tl_tensor *o,
                               const tl_attention_opts *opts);
 

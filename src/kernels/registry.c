@@ -8,15 +8,21 @@
 
 extern const tl_kernel_desc tl_kernel_copy, tl_kernel_scale, tl_kernel_matmul_grid, tl_kernel_softmax_rows;
 extern const tl_kernel_desc tl_kernel_matmul, tl_kernel_matmul_bf16, tl_kernel_matmul_u8i8;
+extern const tl_kernel_desc tl_kernel_attention;
+extern const tl_kernel_desc tl_kernel_softmax, tl_kernel_layernorm, tl_kernel_rmsnorm;
 
 static const tl_kernel_desc *const tl_kernels[] = {
     &tl_kernel_copy,
     &tl_kernel_scale,
     &tl_kernel_matmul_grid,
     &tl_kernel_softmax_rows,
+    &tl_kernel_softmax,
+    &tl_kernel_layernorm,
+    &tl_kernel_rmsnorm,
     &tl_kernel_matmul,
     &tl_kernel_matmul_bf16,
     &tl_kernel_matmul_u8i8,
+    &tl_kernel_attention,
 };
 
 const tl_kernel_desc *tl_kernel_at(int i) {

@@ -54,7 +54,10 @@ typedef struct tl_bsuite {
 #define TL_BENCH_SUITE_LIST(X) \
   X(tl_bsuite_copy)            \
   X(tl_bsuite_scale)           \
-  X(tl_bsuite_gemm)
+  X(tl_bsuite_softmax)         \
+  X(tl_bsuite_norm)            \
+  X(tl_bsuite_gemm)            \
+  X(tl_bsuite_attention)
 
 #define TL_X_(s) extern const tl_bsuite s;
 TL_BENCH_SUITE_LIST(TL_X_)
@@ -113,7 +116,8 @@ int tl_bdnnl_run(tl_bpeers *p, tl_bdnnl_op *op, const float *src, float *dst);
 void tl_bdnnl_op_free(tl_bpeers *p, tl_bdnnl_op *op);
 
 /* What the PyTorch driver is asked to time: op is "copy", "scale" (y = a*x), "scale_inplace" or
- * "gemm" (C [m, n] = A [m, k] B [k, n] in dtype "f32" or "bf16", torch.matmul with out=). */
+ * "gemm" (C [m, n] = A [m, k] B [k, n] in dtype "f32" or "bf16", torch.matmul with out=).
+ * "sdpa" / "sdpa_causal": scaled_dot_product_attention with a = heads, m = Sq, n = Sk, k = D. */
 typedef struct tl_btorch_req {
   const char *op;
   int64_t n;        /* f32 elements; gemm: N */
