@@ -119,6 +119,58 @@ static void tl_a5_pack_a(float *out, const float *a, int64_t lda, int64_t m, int
   }
 }
 
+/* The skinny microkernel (1..4 rows of acc, b read in place): c[0..mr) x [0..16*nv) (+)= a @ b
+ * over kc, nv vectors of columns with lane masks mk[v]. Wide panels make each row of b one long
+ * contiguous run, which is what a memory-bound product needs. mr and nv are compile-time
+ * constants at every call (tl_a5_skinny). */
+static inline __attribute__((always_inline)) void tl_a5_wide(int mr, int nv, int64_t kc, const float *a, int64_t lda,
+                                                             const float *b, int64_t ldb, float *c, int64_t ldc,
+                                                             const __mmask16 *mk, int accum) {
+  __m512 acc[4][8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++)
+      acc[i][v] = i < mr && v < nv && accum ? _mm512_maskz_loadu_ps(mk[v], c + i * ldc + 16 * v) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 bv[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) bv[v] = v < nv ? _mm512_maskz_loadu_ps(mk[v], b + k * ldb + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      if (i >= mr) break;
+      const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; v++)
+        if (v < nv) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++)
+      if (v < nv) _mm512_mask_storeu_ps(c + i * ldc + 16 * v, mk[v], acc[i][v]);
+  }
+}
+
+/* acc (+)= a @ b for 1..4 rows with b row-major in place: panels of 128 columns (1-2 rows) or
+ * 64 (3-4 rows). */
+static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float *c, int64_t ldc, int accum) {
+  const int64_t w = m <= 2 ? 128 : 64;
+  for (int64_t j0 = 0; j0 < n; j0 += w) {
+    __mmask16 mk[8];
+    for (int v = 0; v < 8; v++) mk[v] = tl_a5_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
+    switch (m) {
+    case 1: tl_a5_wide(1, 8, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    case 2: tl_a5_wide(2, 8, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    case 3: tl_a5_wide(3, 4, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    default: tl_a5_wide(4, 4, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    }
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (vnni 1 for f32 is the only sensible one, any is honoured). */
 static inline const float *tl_a5_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -167,6 +219,10 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
   if (!tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M) { /* b in place */
     const float *pb = (const float *)b->data;
+    if (m <= 4) {
+      tl_a5_skinny(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      return 1;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
       tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum);
