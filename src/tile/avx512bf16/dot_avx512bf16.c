@@ -191,6 +191,111 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
   }
 }
 
+/* ---- bf16 with b row-major in place (few rows of a: a memory-bound product) ----
+ *
+ * VDPBF16PS wants (b[k][j], b[k+1][j]) in each dword: two rows of b interleaved by
+ * VPUNPCKLWD / VPUNPCKHWD give those pairs for 32 columns in two registers, lo holding columns
+ * {0-3, 8-11, 16-19, 24-27} and hi {4-7, 12-15, 20-23, 28-31}; the accumulators live in that
+ * order and are permuted back at the end (and c into it at the start, so each sum still starts
+ * from c and adds pairs in increasing k: bit for bit what the tiled path computes). */
+
+/* c columns [0, 32) <-> the lo/hi order above. */
+static inline void tl_bf_to_pairs(__m512 c0, __m512 c1, __m512 *lo, __m512 *hi) {
+  const __m512i il = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  const __m512i ih = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  *lo = _mm512_permutex2var_ps(c0, il, c1);
+  *hi = _mm512_permutex2var_ps(c0, ih, c1);
+}
+static inline void tl_bf_from_pairs(__m512 lo, __m512 hi, __m512 *c0, __m512 *c1) {
+  const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i i1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  *c0 = _mm512_permutex2var_ps(lo, i0, hi);
+  *c1 = _mm512_permutex2var_ps(lo, i1, hi);
+}
+
+/* c[0..mr) x [0..32*ng) (+)= a[0..mr) x [0..kk) @ b (row-major bf16, row stride ldb elements),
+ * column masks mk[2 * ng] (16 columns each). mr and ng are compile-time constants (tl_bf_rm). */
+static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, int64_t kk, const uint16_t *a,
+                                                                int64_t lda, const uint16_t *b, int64_t ldb, float *c,
+                                                                int64_t ldc, const __mmask16 *mk, int accum) {
+  __m512 lo[8][4], hi[8][4];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      lo[i][g] = hi[i][g] = _mm512_setzero_ps();
+      if (i < mr && g < ng && accum)
+        tl_bf_to_pairs(_mm512_maskz_loadu_ps(mk[2 * g], c + i * ldc + 32 * g),
+                       _mm512_maskz_loadu_ps(mk[2 * g + 1], c + i * ldc + 32 * g + 16), &lo[i][g], &hi[i][g]);
+    }
+  for (int64_t k = 0; k < kk; k += 2) {
+    const int pair = k + 1 < kk;
+    __m512i bl[4], bh[4];
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      if (g >= ng) break;
+      const __mmask32 m32 = (__mmask32)mk[2 * g] | ((__mmask32)mk[2 * g + 1] << 16);
+      const __m512i r0 = _mm512_maskz_loadu_epi16(m32, b + k * ldb + 32 * g);
+      const __m512i r1 = pair ? _mm512_maskz_loadu_epi16(m32, b + (k + 1) * ldb + 32 * g) : _mm512_setzero_si512();
+      bl[g] = _mm512_unpacklo_epi16(r0, r1);
+      bh[g] = _mm512_unpackhi_epi16(r0, r1);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+      if (i >= mr) break;
+      uint32_t w = a[i * lda + k];
+      if (pair) w |= (uint32_t)a[i * lda + k + 1] << 16;
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w);
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; g++) {
+        if (g >= ng) break;
+        lo[i][g] = _mm512_dpbf16_ps(lo[i][g], av, (__m512bh)bl[g]);
+        hi[i][g] = _mm512_dpbf16_ps(hi[i][g], av, (__m512bh)bh[g]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      if (g >= ng) break;
+      __m512 c0, c1;
+      tl_bf_from_pairs(lo[i][g], hi[i][g], &c0, &c1);
+      _mm512_mask_storeu_ps(c + i * ldc + 32 * g, mk[2 * g], c0);
+      _mm512_mask_storeu_ps(c + i * ldc + 32 * g + 16, mk[2 * g + 1], c1);
+    }
+  }
+}
+
+/* acc (+)= a @ b, bf16, b row-major with unit column stride, read in place: row blocks of up
+ * to 8 with panels of 128 (1-2 rows), 64 (3-4) or 32 (5-8) columns. */
+static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                     float *c, int64_t ldc, int accum) {
+  for (int64_t i0 = 0; i0 < m; i0 += 8) {
+    const int64_t mr = m - i0 < 8 ? m - i0 : 8;
+    const int64_t w = mr <= 2 ? 128 : mr <= 4 ? 64 : 32;
+    const uint16_t *ai = a + i0 * lda;
+    float *ci = c + i0 * ldc;
+    for (int64_t j0 = 0; j0 < n; j0 += w) {
+      __mmask16 mk[8];
+      for (int v = 0; v < 8; v++) mk[v] = tl_bf_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
+      const uint16_t *bj = b + j0;
+      float *cj = ci + j0;
+      switch (mr) {
+      case 1: tl_bf_rm_kern(1, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 2: tl_bf_rm_kern(2, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 3: tl_bf_rm_kern(3, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 4: tl_bf_rm_kern(4, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 5: tl_bf_rm_kern(5, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 6: tl_bf_rm_kern(6, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 7: tl_bf_rm_kern(7, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      default: tl_bf_rm_kern(8, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      }
+    }
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B, row-major with any strides, or tiled
  * with any vnni. */
 static inline const char *tl_bf_b_at(const tl_ref *b, int tb, int64_t k, int64_t j, int64_t es) {
@@ -237,6 +342,11 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
   char *pc = (char *)acc->data;
   const int64_t ldab = a->stride[0] * es, ldcb = acc->stride[0] * 4;
   const tl_layout bl = b->layout;
+  if (mode == TL_BF_BF16 && !tb && !bl.tiled && b->stride[1] == 1 && m <= 16) {
+    tl_bf_rm(m, n, kk, (const uint16_t *)a->data, a->stride[0], (const uint16_t *)b->data, b->stride[0],
+             (float *)acc->data, acc->stride[0], accum);
+    return 1;
+  }
   const int direct = !tb && bl.tiled && bl.vnni == ge && bl.tile_c % 16 == 0;
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
   for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
