@@ -111,9 +111,9 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
   }
   /* a tiled b must be what tl_matmul_pack_b makes */
   if (b->layout.tiled) {
-    int vn = db == TL_BF16 ? 2 : 4;
+    int vn = db == TL_F32 ? 1 : db == TL_BF16 ? 2 : 4;
     int64_t tr = tl_mm_pack_tile_r(db, K);
-    if (db == TL_F32 || b->layout.vnni != vn || b->layout.tile_c != 16 || b->layout.tile_r != tr)
+    if ((db == TL_F32 ? b->layout.vnni > 1 : b->layout.vnni != vn) || b->layout.tile_c != 16 || b->layout.tile_r != tr)
       return tl_ctx_fail(ctx, TL_ERR_INVALID,
                          "tl_matmul: b is tiled %ux%u vnni %u; a tiled b must come from tl_matmul_pack_b (%s: %lldx16 vnni %d)",
                          b->layout.tile_r, b->layout.tile_c, b->layout.vnni, tl_dtype_name(db), (long long)tr, vn);
@@ -152,9 +152,10 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
 
 /* ---- config ---- */
 
-/* K rounded up to 32 (bf16) / 64 (int8), at least that, at most TL_MM_BK_BF16 / TL_MM_BK_I8. */
+/* K rounded up to 16 (f32) / 32 (bf16) / 64 (int8), at least that, at most TL_MM_BK_<dtype>. */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K) {
-  const int64_t g = dt == TL_BF16 ? 32 : 64, cap = dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
+  const int64_t g = dt == TL_F32 ? 16 : dt == TL_BF16 ? 32 : 64;
+  const int64_t cap = dt == TL_F32 ? TL_MM_BK_F32 : dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
   int64_t r = (K + g - 1) / g * g;
   return r < g ? g : r > cap ? cap : r;
 }
@@ -178,7 +179,7 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   const int64_t M = bd->M, N = bd->N, K = bd->K;
   const int64_t ea = (int64_t)tl_dtype_size(da), ec = (int64_t)tl_dtype_size(dc);
   const int64_t gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
-  int64_t BK = da == TL_F32 ? (K <= TL_MM_BK_F32 ? K : TL_MM_BK_F32) : tl_mm_pack_tile_r(da, K);
+  int64_t BK = da == TL_F32 && !packed ? (K <= TL_MM_BK_F32 ? K : TL_MM_BK_F32) : tl_mm_pack_tile_r(da, K);
   int64_t BN = (!tiled_b && N <= 256) ? N : tl_mm_balanced(N, 256, 16);
   int64_t BM = M <= 128 ? M : tl_mm_balanced(M, 128, 8);
   if (BM < 1) BM = 1;
@@ -291,7 +292,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   const int cvt = int8 && dc == TL_F32 && beta_nz;
   const int tmp = beta_nz && !r->int_out;
   const int nscr = !acc_in_c + cvt + tmp;
-  const int tiled_b = da != TL_F32;
+  const int tiled_b = da != TL_F32 || r->packed;
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];
@@ -303,11 +304,16 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   int n = 0;
   r->ia = n;
   bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BM, BK}, .map = m3};
+  /* the vector dot paths read a with unit column stride: a transposed (or strided) a is staged */
+  if (a->stride[a->ndim - 1] != 1 && bd->K > 1) bd->in[n].stage = TL_STAGE_ALWAYS;
   bd->tin[n++] = tl_mm_view3(a, inner, istr[0]);
   if (!r->packed) {
     r->ib = n;
     bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb};
-    if (tiled_b && bd->K > 0)
+    /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
+     * product, where staging would cost as much as the product): the AVX512-BF16 / VNNI dot
+     * reads row-major b in place then */
+    if (tiled_b && bd->K > 0 && bd->M > 16)
       bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = da == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)BK, .tile_c = 16};
     bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);
   } else {
@@ -512,6 +518,8 @@ tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tens
     tl_ctx_ok(ctx);
     return TL_OK;
   }
+  tl_tensor bp;
+  if (tl_mm_autopack(ctx, a, b, &bp)) return tl_matmul(ctx, a, &bp, c, opts);
   tl_mm_key key;
   tl_mm_make_key(&key, a, b, c, o);
   tl_mm_entry *e = tl_mm_cache_lookup(ctx, &key);

@@ -86,7 +86,11 @@ int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 /* The step body (matmul_body.c). */
 void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user);
-/* K rows per tile row of a packed b of dtype dt (bf16, i8, u8) with K rows. */
+/* 1 when this call packs b first (f32 b, 2-D, row-major, shared by many rows of a): *packed is
+ * then b in tl_matmul_pack_b's layout, in a buffer the context keeps until the next such call.
+ * 0: run with b as given (also when the copy failed: nothing is reported). */
+int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed);
+/* K rows per tile row of a packed b of dtype dt (f32, bf16, i8, u8) with K rows. */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K);
 
 #endif /* TL_MATMUL_IMPL_H */

@@ -2,7 +2,8 @@
  * i8) that build the same kernel tl_matmul builds, for `tilec roofline` / `tilec explain`.
  *
  * Packed layouts (what the kernel's B staging uses, so the body reads packed blocks in place):
- *   f32:  a contiguous row-major copy (the f32 dot reads row-major b in place);
+ *   f32:  tiled, tile_c 16, no interleave (vnni 1), tile_r = tl_mm_pack_tile_r (panels of 16
+ *         columns the f32 dot reads in place, two tiles at a time);
  *   bf16: tiled, vnni 2, tile_c 16, tile_r = tl_mm_pack_tile_r (the kernel's K block);
  *   int8: tiled, vnni 4, tile_c 16, tile_r likewise.
  * Tile padding is zero. Leading (batch) dims are kept, outermost. The buffer comes from
@@ -38,19 +39,16 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1], es = (int64_t)tl_dtype_size(db);
   int64_t nmat = 1;
   for (int d = 0; d < nd - 2; d++) nmat *= b->shape[d];
-  tl_layout lay = {0};
-  int64_t mat_elems = K * N;
-  if (db != TL_F32) {
-    lay = (tl_layout){.tiled = 1, .vnni = db == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)tl_mm_pack_tile_r(db, K), .tile_c = 16};
-    mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
-  }
+  const tl_layout lay = {.tiled = 1, .vnni = db == TL_F32 ? 1 : db == TL_BF16 ? 2 : 4,
+                         .tile_r = (uint16_t)tl_mm_pack_tile_r(db, K), .tile_c = 16};
+  const int64_t mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
   int64_t bytes;
   if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
     return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: b %lld x [%lld, %lld] is too large to pack", (long long)nmat,
                        (long long)K, (long long)N);
   char *dst = tl_aligned_alloc(64, (size_t)(bytes > 64 ? bytes : 64));
   if (!dst) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: out of memory for %lld bytes", (long long)bytes);
-  if (lay.tiled) memset(dst, 0, (size_t)bytes);
+  memset(dst, 0, (size_t)bytes);
   const int64_t ntc = TL_CDIV(N, 16), v = lay.vnni, tr = lay.tile_r, tile = tr * 16;
   int64_t idx[TL_MAX_DIMS] = {0};
   for (int64_t m = 0; m < nmat; m++) {
@@ -60,10 +58,6 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
     for (int64_t r = 0; r < K; r++) {
       const char *row = src + r * b->stride[nd - 2] * es;
       const int64_t cs = b->stride[nd - 1] * es;
-      if (!lay.tiled) {
-        for (int64_t c = 0; c < N; c++) memcpy(mat + (r * N + c) * es, row + c * cs, (size_t)es);
-        continue;
-      }
       const int64_t rr = r % tr, rbase = (r / tr) * ntc * tile + (rr / v) * 16 * v + rr % v;
       for (int64_t c = 0; c < N; c++)
         memcpy(mat + (rbase + (c / 16) * tile + (c % 16) * v) * es, row + c * cs, (size_t)es);
@@ -73,12 +67,95 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   memset(packed, 0, sizeof *packed);
   packed->data = dst, packed->dtype = db, packed->ndim = nd, packed->layout = lay;
   for (int d = 0; d < nd; d++) packed->shape[d] = b->shape[d];
-  if (!lay.tiled) {
-    packed->stride[nd - 1] = 1;
-    for (int d = nd - 2; d >= 0; d--) packed->stride[d] = packed->stride[d + 1] * packed->shape[d + 1];
-  }
   tl_ctx_ok(ctx);
   return TL_OK;
+}
+
+/* ---- packing b inside a call (f32, many rows of a) ----
+ *
+ * A row-major f32 b read in place puts consecutive rows of a panel a row stride apart (for
+ * power-of-two N, in the same L1 sets), and the dot stages each panel again for every M block.
+ * When enough rows of a share b, tl_matmul packs b once into the layout tl_matmul_pack_b makes,
+ * with a parallel grid kernel, into a buffer the context keeps (a slot), and runs the packed
+ * plan. The kernel sees the packed storage as a row-major [K tiles, N tiles, tile_r * 16] tensor
+ * (one row per tile), so its output blocks are plain row-major blocks; every element of every
+ * tile is written (padding zero). */
+
+typedef struct tl_mm_pbuf {
+  void *buf;
+  size_t cap; /* bytes */
+} tl_mm_pbuf;
+
+static void tl_mm_pbuf_free(void *state) {
+  tl_mm_pbuf *pb = state;
+  if (pb) tl_aligned_free(pb->buf);
+  tl_free_mem(pb);
+}
+static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
+
+/* Tiles per output block of the pack kernel (columns of b per step: 16 x this). */
+#define TL_MM_PACK_TILES 8
+
+/* The pack kernel's body: input block [tr, 16 * TL_MM_PACK_TILES] of b (row-major, any strides),
+ * output block [1, TL_MM_PACK_TILES, tr * 16]: one tile per row, valid elements copied, the rest
+ * of each tile zero. */
+static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
+  (void)p, (void)user;
+  const tl_ref *src = &refs[0], *dst = &refs[1];
+  const int64_t rows = src->valid[0], cols = src->valid[1], rs = src->stride[0], cs = src->stride[1];
+  const int64_t tr = src->shape[0];
+  for (int64_t t = 0; t < dst->valid[1]; t++) {
+    float *tile = (float *)dst->data + t * dst->stride[1];
+    const int64_t w = TL_MAX(0, TL_MIN(16, cols - t * 16));
+    const float *s = (const float *)src->data + t * 16 * cs;
+    for (int64_t r = 0; r < tr; r++, s += rs) {
+      float *d = tile + r * 16;
+      if (r < rows && w == 16 && cs == 1) {
+        memcpy(d, s, 16 * sizeof(float)); /* constant size: vector moves */
+        continue;
+      }
+      for (int64_t c = 0; c < 16; c++) d[c] = r < rows && c < w ? s[c * cs] : 0.0f;
+    }
+  }
+}
+
+/* Rows of a sharing b from which packing b per call pays (see docs/matmul.md, "Measured"). */
+#define TL_MM_AUTOPACK_ROWS 256
+
+int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed) {
+  if (a->dtype != TL_F32 || b->dtype != TL_F32 || b->layout.tiled || b->ndim != 2) return 0;
+  const int64_t K = b->shape[0], N = b->shape[1];
+  if (K < 16 || N < 32 || tl_tensor_numel(a) / K < TL_MM_AUTOPACK_ROWS) return 0;
+  const int64_t tr = tl_mm_pack_tile_r(TL_F32, K), nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
+  const size_t bytes = (size_t)(nkt * ntc * tr * 16) * sizeof(float);
+  tl_mm_pbuf *pb = tl_ctx_slot_get(ctx, &tl_mm_pbuf_slot);
+  if (!pb) {
+    pb = tl_calloc(1, sizeof *pb);
+    if (!pb) return 0;
+    if (tl_ctx_slot_set(ctx, &tl_mm_pbuf_slot, pb) != TL_OK) {
+      tl_free_mem(pb);
+      return 0;
+    }
+  }
+  if (pb->cap < bytes) {
+    void *nb = tl_aligned_alloc(64, bytes);
+    if (!nb) return 0; /* no memory for the copy: run unpacked */
+    tl_aligned_free(pb->buf);
+    pb->buf = nb, pb->cap = bytes;
+  }
+  const int64_t tshape[3] = {nkt, ntc, tr * 16}, shape[2] = {K, N};
+  const tl_tensor tiles = tl_tensor_make(pb->buf, TL_F32, 3, tshape);
+  const tl_blockspec specs[2] = {
+      {.ndim = 2, .block = {tr, 16 * TL_MM_PACK_TILES}, .map = "k, j -> k, j"},
+      {.ndim = 3, .block = {1, TL_MM_PACK_TILES, tr * 16}, .map = "k, j -> k, j, 0"},
+  };
+  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2,
+                       .grid = {nkt, TL_CDIV(ntc, TL_MM_PACK_TILES)}, .sem = {TL_PARALLEL, TL_PARALLEL},
+                       .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1]};
+  if (tl_call(ctx, &k, b, &tiles) != TL_OK) return 0; /* (a budget too small for a tile row) */
+  const tl_layout lay = {.tiled = 1, .vnni = 1, .tile_r = (uint16_t)tr, .tile_c = 16};
+  *packed = tl_tensor_make_tiled(pb->buf, TL_F32, 2, shape, lay);
+  return 1;
 }
 
 /* ---- registry entries ---- */

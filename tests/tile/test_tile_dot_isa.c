@@ -237,11 +237,23 @@ static void test_random_cases(void) {
         dot_case c = random_case(&rng, pairs[p][0], pairs[p][1]);
         run_case(ctx, (tl_isa)isa, &c, &rng);
       }
-      if (pairs[p][0] != TL_F32)
+      if (pairs[p][0] == TL_F32) {
+        /* the f32 vector paths' branches: rows below / at / past the packed-a threshold and the
+         * 128-row a chunk, b in place, staged, transposed and in 16-column tiles (tl_matmul_pack_b's
+         * layout) with tile rows that split the k chunks */
+        static const int64_t ms[] = {31, 32, 129, 260}, trs[] = {16, 48, 272};
+        for (size_t i = 0; i < TL_ARRAY_LEN(ms); i++)
+          for (int bk = 0; bk < 3; bk++) {
+            dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = ms[i], .n = 16 * (int64_t)i + 37, .k = 300,
+                          .accum = (int)(i & 1), .bkind = bk, .tile_r = trs[i % 3], .tile_c = 16, .vnni = 1};
+            run_case(ctx, (tl_isa)isa, &c, &rng);
+          }
+      } else {
         for (int r = 0; r < 4; r++) {
           dot_case c = amx_case(&rng, pairs[p][0], pairs[p][1]);
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
+      }
     }
     tl_ctx_free(ctx);
   }

@@ -165,6 +165,20 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
     }
     return 1;
   }
+  if (!tb && b->layout.tiled && b->layout.tile_c == TL_A2_NR && b->layout.vnni <= 1 && kk > 0) {
+    /* 16-column tiles without interleave (tl_matmul_pack_b's f32 layout): each panel is one
+     * tile column, read in place tile row by tile row */
+    const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], TL_A2_NR);
+    for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
+      const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
+      for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+        kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
+        const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / TL_A2_NR) * tr * TL_A2_NR + (k0 % tr) * TL_A2_NR;
+        tl_a2_panel(m, nr, kc, pa + k0, lda, bp, TL_A2_NR, pc + j0, ldc, accum || k0 > 0);
+      }
+    }
+    return 1;
+  }
   _Alignas(64) float buf[TL_A2_KC * TL_A2_NR];
   for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
     const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;

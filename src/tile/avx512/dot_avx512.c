@@ -23,6 +23,12 @@
 #define TL_A5_MR 8
 #define TL_A5_NR 32
 #define TL_A5_KC 128
+/* From this many rows of acc on, row-major b is copied panel by panel too: a contiguous panel
+ * stays in L1 across the row blocks (rows of b in place are a row stride apart, which for
+ * power-of-two strides maps them to the same L1 sets). */
+#define TL_A5_PACK_M 32
+/* Rows of a packed at a time (a multiple of TL_A5_MR): 64 KiB of stack with TL_A5_KC. */
+#define TL_A5_MC 128
 
 /* Mask of the first n (0..16) lanes. */
 static inline __mmask16 tl_a5_mask(int64_t n) {
@@ -32,10 +38,10 @@ static inline __mmask16 tl_a5_mask(int64_t n) {
 /* The microkernel: c[0..mr) x [0..16*nv) (+)= a[0..mr) x [0..kc) @ b[0..kc) x [0..16*nv), lanes
  * limited by m0 (first 16 columns) and m1 (next 16). Row strides lda, ldb, ldc in elements.
  * mr and nv are compile-time constants at every call (tl_a5_block), so acc stays in registers. */
-static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int64_t kc, const float *a,
+static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int pa, int64_t kc, const float *a,
                                                              int64_t lda, const float *b, int64_t ldb,
-                                                             float *c, int64_t ldc, __mmask16 m0,
-                                                             __mmask16 m1, int accum) {
+                                                             int64_t bo, float *c, int64_t ldc,
+                                                             __mmask16 m0, __mmask16 m1, int accum) {
   __m512 acc[TL_A5_MR][2];
 #pragma GCC unroll 8
   for (int i = 0; i < TL_A5_MR; i++) {
@@ -48,11 +54,11 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
   }
   for (int64_t k = 0; k < kc; k++) {
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + k * ldb);
-    const __m512 b1 = nv == 2 ? _mm512_maskz_loadu_ps(m1, b + k * ldb + 16) : _mm512_setzero_ps();
+    const __m512 b1 = nv == 2 ? _mm512_maskz_loadu_ps(m1, b + k * ldb + bo) : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int i = 0; i < TL_A5_MR; i++) {
       if (i >= mr) break;
-      const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+      const __m512 ai = _mm512_set1_ps(pa ? a[k * TL_A5_MR + i] : a[i * lda + k]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       if (nv == 2) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
@@ -65,37 +71,103 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
   }
 }
 
-/* One register block: dispatches (mr, nv) to a specialised copy of the microkernel. */
-static void tl_a5_block(int mr, int nv, int64_t kc, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1, int accum) {
+/* One register block: dispatches (mr, nv, pa) to a specialised copy of the microkernel. pa: a is
+ * packed (tl_a5_pack_a: element (i, k) at a[k * TL_A5_MR + i]), else row-major with stride lda. */
+static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, int64_t bo, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1, int accum) {
+#define TL_A5_CASE(MR_, NV_) \
+  case (MR_) * 2 + (NV_) - 1: \
+    if (pa) tl_a5_kern(MR_, NV_, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum); \
+    else tl_a5_kern(MR_, NV_, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum); \
+    break;
   switch (mr * 2 + nv - 1) {
-  case 2: tl_a5_kern(1, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 3: tl_a5_kern(1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 4: tl_a5_kern(2, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 5: tl_a5_kern(2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 6: tl_a5_kern(3, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 7: tl_a5_kern(3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 8: tl_a5_kern(4, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 9: tl_a5_kern(4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 10: tl_a5_kern(5, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 11: tl_a5_kern(5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 12: tl_a5_kern(6, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 13: tl_a5_kern(6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 14: tl_a5_kern(7, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 15: tl_a5_kern(7, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 16: tl_a5_kern(8, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  default: tl_a5_kern(8, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    TL_A5_CASE(1, 1) TL_A5_CASE(1, 2) TL_A5_CASE(2, 1) TL_A5_CASE(2, 2)
+    TL_A5_CASE(3, 1) TL_A5_CASE(3, 2) TL_A5_CASE(4, 1) TL_A5_CASE(4, 2)
+    TL_A5_CASE(5, 1) TL_A5_CASE(5, 2) TL_A5_CASE(6, 1) TL_A5_CASE(6, 2)
+    TL_A5_CASE(7, 1) TL_A5_CASE(7, 2) TL_A5_CASE(8, 1)
+  default:
+    if (pa) tl_a5_kern(8, 2, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum);
+    else tl_a5_kern(8, 2, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum);
+    break;
   }
+#undef TL_A5_CASE
 }
 
 /* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
-static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, float *c, int64_t ldc, int accum) {
+static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum) {
   const int nv = nr > 16 ? 2 : 1;
   const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
   for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MR) {
     const int mr = (int)(m - i0 < TL_A5_MR ? m - i0 : TL_A5_MR);
-    tl_a5_block(mr, nv, kc, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc, m0, m1, accum);
+    const float *ai = pa ? a + i0 * kc : a + i0 * lda;
+    tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum);
+  }
+}
+
+/* Packs a[0..m) x [k0..k0+kc) (row stride lda) for the packed kernels: row block r (rows
+ * r*MR..) holds kc groups of TL_A5_MR values, (i, k) at out[r*MR*kc + k*MR + i%MR]; rows beyond m
+ * in the last block are left unwritten (the kernel never reads them). */
+static void tl_a5_pack_a(float *out, const float *a, int64_t lda, int64_t m, int64_t k0, int64_t kc) {
+  for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MR) {
+    const int64_t mr = m - i0 < TL_A5_MR ? m - i0 : TL_A5_MR;
+    float *o = out + i0 * kc;
+    for (int64_t i = 0; i < mr; i++) {
+      const float *src = a + (i0 + i) * lda + k0;
+      for (int64_t k = 0; k < kc; k++) o[k * TL_A5_MR + i] = src[k];
+    }
+  }
+}
+
+/* The skinny microkernel (1..4 rows of acc, b read in place): c[0..mr) x [0..16*nv) (+)= a @ b
+ * over kc, nv vectors of columns with lane masks mk[v]. Wide panels make each row of b one long
+ * contiguous run, which is what a memory-bound product needs. mr and nv are compile-time
+ * constants at every call (tl_a5_skinny). */
+static inline __attribute__((always_inline)) void tl_a5_wide(int mr, int nv, int64_t kc, const float *a, int64_t lda,
+                                                             const float *b, int64_t ldb, float *c, int64_t ldc,
+                                                             const __mmask16 *mk, int accum) {
+  __m512 acc[4][8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++)
+      acc[i][v] = i < mr && v < nv && accum ? _mm512_maskz_loadu_ps(mk[v], c + i * ldc + 16 * v) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 bv[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++) bv[v] = v < nv ? _mm512_maskz_loadu_ps(mk[v], b + k * ldb + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      if (i >= mr) break;
+      const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; v++)
+        if (v < nv) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; v++)
+      if (v < nv) _mm512_mask_storeu_ps(c + i * ldc + 16 * v, mk[v], acc[i][v]);
+  }
+}
+
+/* acc (+)= a @ b for 1..4 rows with b row-major in place: panels of 128 columns (1-2 rows) or
+ * 64 (3-4 rows). */
+static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldb,
+                         float *c, int64_t ldc, int accum) {
+  const int64_t w = m <= 2 ? 128 : 64;
+  for (int64_t j0 = 0; j0 < n; j0 += w) {
+    __mmask16 mk[8];
+    for (int v = 0; v < 8; v++) mk[v] = tl_a5_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
+    switch (m) {
+    case 1: tl_a5_wide(1, 8, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    case 2: tl_a5_wide(2, 8, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    case 3: tl_a5_wide(3, 4, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    default: tl_a5_wide(4, 4, kk, a, lda, b + j0, ldb, c + j0, ldc, mk, accum); break;
+    }
   }
 }
 
@@ -112,6 +184,16 @@ static inline const float *tl_a5_b_at(const tl_ref *b, int tb, int64_t k, int64_
 /* Stages b(k0..k0+kc, j0..j0+nr) as kc rows of TL_A5_NR floats (columns beyond nr untouched:
  * the kernel's masks never read them). Contiguous source runs use the fast loops. */
 static void tl_a5_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr) {
+  if (!tb && !b->layout.tiled && b->stride[1] == 1) { /* row-major: one contiguous run per row */
+    const float *src = (const float *)b->data + k0 * b->stride[0] + j0;
+    const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
+    for (int64_t k = 0; k < kc; k++) { /* masked vector copies (memcpy of a short run became rep movs) */
+      const float *r = src + k * b->stride[0];
+      _mm512_store_ps(buf + k * TL_A5_NR, _mm512_maskz_loadu_ps(m0, r));
+      _mm512_store_ps(buf + k * TL_A5_NR + 16, _mm512_maskz_loadu_ps(m1, r + 16));
+    }
+    return;
+  }
   if (tb && b->stride[1] == 1) { /* b^T rows are k-contiguous: transpose 16 columns at a time */
     const float *bt = (const float *)b->data;
     const int64_t ldb = b->stride[0];
@@ -135,22 +217,66 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   const float *pa = (const float *)a->data;
   float *pc = (float *)acc->data;
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
-  if (!tb && !b->layout.tiled && b->stride[1] == 1) { /* b in place */
+  if (!tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M) { /* b in place */
     const float *pb = (const float *)b->data;
+    if (m <= 4) {
+      tl_a5_skinny(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      return 1;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
-      tl_a5_panel(m, nr, kk, pa, lda, pb + j0, b->stride[0], pc + j0, ldc, accum);
+      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum);
     }
     return 1;
   }
+  /* b tiled in 16-column tiles without interleave (what tl_matmul_pack_b makes for f32) is read
+   * in place: a 32-column panel is two consecutive tiles of one tile row, so k chunks stop at
+   * tile-row ends. */
+  const int tiled16 = !tb && b->layout.tiled && b->layout.tile_c == 16 && b->layout.vnni <= 1;
+  const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], 16);
   _Alignas(64) float buf[TL_A5_KC * TL_A5_NR];
-  for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
-    const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
-    if (kk == 0) tl_a5_panel(m, nr, 0, pa, lda, buf, TL_A5_NR, pc + j0, ldc, accum);
-    for (int64_t k0 = 0; k0 < kk; k0 += TL_A5_KC) {
-      const int64_t kc = kk - k0 < TL_A5_KC ? kk - k0 : TL_A5_KC;
-      tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
-      tl_a5_panel(m, nr, kc, pa + k0, lda, buf, TL_A5_NR, pc + j0, ldc, accum || k0 > 0);
+  if (kk == 0) {
+    for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR)
+      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum);
+    return 1;
+  }
+  if (m < TL_A5_PACK_M) { /* few rows: a read in place, b panels in place or staged */
+    for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
+      const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
+      for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+        kc = kk - k0 < TL_A5_KC ? kk - k0 : TL_A5_KC;
+        if (tiled16) {
+          kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
+          const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
+          tl_a5_panel(m, nr, kc, 0, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0);
+          continue;
+        }
+        tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
+        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0);
+      }
+    }
+    return 1;
+  }
+  /* a packed per (row chunk, k chunk), b per (k chunk, panel): both contiguous, L1-resident */
+  _Alignas(64) float abuf[TL_A5_MC * TL_A5_KC];
+  for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MC) {
+    const int64_t mc = m - i0 < TL_A5_MC ? m - i0 : TL_A5_MC;
+    for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+      kc = kk - k0 < TL_A5_KC ? kk - k0 : TL_A5_KC;
+      if (tiled16 && kc > tr - k0 % tr) kc = tr - k0 % tr;
+      tl_a5_pack_a(abuf, pa + i0 * lda, lda, mc, k0, kc);
+      for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
+        const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
+        const float *bp = buf;
+        int64_t ldbp = TL_A5_NR, bo = 16;
+        if (tiled16) { /* in place: two consecutive 16-column tiles of tile row k0 / tr */
+          bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
+          ldbp = 16, bo = tr * 16;
+        } else {
+          tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
+        }
+        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0);
+      }
     }
   }
   return 1;

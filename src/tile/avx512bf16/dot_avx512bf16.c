@@ -191,6 +191,229 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
   }
 }
 
+/* ---- bf16 with b row-major in place (few rows of a: a memory-bound product) ----
+ *
+ * VDPBF16PS wants (b[k][j], b[k+1][j]) in each dword: two rows of b interleaved by
+ * VPUNPCKLWD / VPUNPCKHWD give those pairs for 32 columns in two registers, lo holding columns
+ * {0-3, 8-11, 16-19, 24-27} and hi {4-7, 12-15, 20-23, 28-31}; the accumulators live in that
+ * order and are permuted back at the end (and c into it at the start, so each sum still starts
+ * from c and adds pairs in increasing k: bit for bit what the tiled path computes). */
+
+/* c columns [0, 32) <-> the lo/hi order above. */
+static inline void tl_bf_to_pairs(__m512 c0, __m512 c1, __m512 *lo, __m512 *hi) {
+  const __m512i il = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  const __m512i ih = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  *lo = _mm512_permutex2var_ps(c0, il, c1);
+  *hi = _mm512_permutex2var_ps(c0, ih, c1);
+}
+static inline void tl_bf_from_pairs(__m512 lo, __m512 hi, __m512 *c0, __m512 *c1) {
+  const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i i1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  *c0 = _mm512_permutex2var_ps(lo, i0, hi);
+  *c1 = _mm512_permutex2var_ps(lo, i1, hi);
+}
+
+/* c[0..mr) x [0..32*ng) (+)= a[0..mr) x [0..kk) @ b (row-major bf16, row stride ldb elements),
+ * column masks mk[2 * ng] (16 columns each). mr and ng are compile-time constants (tl_bf_rm). */
+static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, int64_t kk, const uint16_t *a,
+                                                                int64_t lda, const uint16_t *b, int64_t ldb, float *c,
+                                                                int64_t ldc, const __mmask16 *mk, int accum) {
+  __m512 lo[8][4], hi[8][4];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      lo[i][g] = hi[i][g] = _mm512_setzero_ps();
+      if (i < mr && g < ng && accum)
+        tl_bf_to_pairs(_mm512_maskz_loadu_ps(mk[2 * g], c + i * ldc + 32 * g),
+                       _mm512_maskz_loadu_ps(mk[2 * g + 1], c + i * ldc + 32 * g + 16), &lo[i][g], &hi[i][g]);
+    }
+  for (int64_t k = 0; k < kk; k += 2) {
+    const int pair = k + 1 < kk;
+    __m512i bl[4], bh[4];
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      if (g >= ng) break;
+      const __mmask32 m32 = (__mmask32)mk[2 * g] | ((__mmask32)mk[2 * g + 1] << 16);
+      const __m512i r0 = _mm512_maskz_loadu_epi16(m32, b + k * ldb + 32 * g);
+      const __m512i r1 = pair ? _mm512_maskz_loadu_epi16(m32, b + (k + 1) * ldb + 32 * g) : _mm512_setzero_si512();
+      bl[g] = _mm512_unpacklo_epi16(r0, r1);
+      bh[g] = _mm512_unpackhi_epi16(r0, r1);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+      if (i >= mr) break;
+      uint32_t w = a[i * lda + k];
+      if (pair) w |= (uint32_t)a[i * lda + k + 1] << 16;
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w);
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; g++) {
+        if (g >= ng) break;
+        lo[i][g] = _mm512_dpbf16_ps(lo[i][g], av, (__m512bh)bl[g]);
+        hi[i][g] = _mm512_dpbf16_ps(hi[i][g], av, (__m512bh)bh[g]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+      if (g >= ng) break;
+      __m512 c0, c1;
+      tl_bf_from_pairs(lo[i][g], hi[i][g], &c0, &c1);
+      _mm512_mask_storeu_ps(c + i * ldc + 32 * g, mk[2 * g], c0);
+      _mm512_mask_storeu_ps(c + i * ldc + 32 * g + 16, mk[2 * g + 1], c1);
+    }
+  }
+}
+
+/* acc (+)= a @ b, bf16, b row-major with unit column stride, read in place: row blocks of up
+ * to 8 with panels of 128 (1-2 rows), 64 (3-4) or 32 (5-8) columns. */
+static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                     float *c, int64_t ldc, int accum) {
+  for (int64_t i0 = 0; i0 < m; i0 += 8) {
+    const int64_t mr = m - i0 < 8 ? m - i0 : 8;
+    const int64_t w = mr <= 2 ? 128 : mr <= 4 ? 64 : 32;
+    const uint16_t *ai = a + i0 * lda;
+    float *ci = c + i0 * ldc;
+    for (int64_t j0 = 0; j0 < n; j0 += w) {
+      __mmask16 mk[8];
+      for (int v = 0; v < 8; v++) mk[v] = tl_bf_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
+      const uint16_t *bj = b + j0;
+      float *cj = ci + j0;
+      switch (mr) {
+      case 1: tl_bf_rm_kern(1, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 2: tl_bf_rm_kern(2, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 3: tl_bf_rm_kern(3, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 4: tl_bf_rm_kern(4, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 5: tl_bf_rm_kern(5, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 6: tl_bf_rm_kern(6, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 7: tl_bf_rm_kern(7, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      default: tl_bf_rm_kern(8, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      }
+    }
+  }
+}
+
+/* ---- 8-bit integers with b row-major in place (few rows of a) ----
+ *
+ * VPDPBUSD wants (b[k][j], .., b[k+3][j]) in each dword: four rows of b (64 columns each) are
+ * interleaved by byte then word unpacks into q0..q3, where q_x holds columns 16L + 4x .. + 3 of
+ * each 128-bit lane L. The accumulators live in that order; at the end a 4 x 4 transpose of
+ * 128-bit lanes puts columns back (c enters the same way first, so each sum starts from c and
+ * adds quads in increasing k, as the tiled path does; int32 wraps, so the order does not change
+ * the result anyway). */
+
+/* 4 x 4 transpose of the 128-bit lanes of v[0..3] (in place). */
+static inline void tl_q_lanes_t(__m512i *v) {
+  const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
+  const __m512i t2 = _mm512_shuffle_i32x4(v[2], v[3], 0x44), t3 = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
+  v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88), v[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
+  v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88), v[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
+}
+
+/* c[0..mr) x [0..64*ng) (+)= a @ b (8-bit, b row-major with row stride ldb bytes), in mode,
+ * column masks mk[4 * ng] (16 columns each). Compile-time mode, mr, ng (tl_q_rm). */
+static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, int mr, int ng, int64_t kk,
+                                                               const uint8_t *a, int64_t lda, const uint8_t *b,
+                                                               int64_t ldb, int32_t *c, int64_t ldc,
+                                                               const __mmask16 *mk, int accum) {
+  __m512i acc[4][2][4], cs[2][4];
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; g++)
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; x++) cs[g][x] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+#pragma GCC unroll 4
+      for (int x = 0; x < 4; x++)
+        acc[i][g][x] = i < mr && g < ng && accum ? _mm512_maskz_loadu_epi32(mk[4 * g + x], c + i * ldc + 64 * g + 16 * x)
+                                                 : _mm512_setzero_si512();
+      if (i < mr && g < ng && accum) tl_q_lanes_t(acc[i][g]);
+    }
+  const __m512i bias = _mm512_set1_epi32((int)0x80808080u), ones = _mm512_set1_epi32(0x01010101);
+  for (int64_t k = 0; k < kk; k += 4) {
+    const int64_t left = kk - k < 4 ? kk - k : 4;
+    __m512i q[2][4];
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+      if (g >= ng) break;
+      const __mmask64 m64 = (__mmask64)mk[4 * g] | ((__mmask64)mk[4 * g + 1] << 16) | ((__mmask64)mk[4 * g + 2] << 32) |
+                            ((__mmask64)mk[4 * g + 3] << 48);
+      __m512i r[4];
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; t++)
+        r[t] = t < left ? _mm512_maskz_loadu_epi8(m64, b + (k + t) * ldb + 64 * g) : _mm512_setzero_si512();
+      const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+      const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+      q[g][0] = _mm512_unpacklo_epi16(t0, t2), q[g][1] = _mm512_unpackhi_epi16(t0, t2);
+      q[g][2] = _mm512_unpacklo_epi16(t1, t3), q[g][3] = _mm512_unpackhi_epi16(t1, t3);
+      if (mode == TL_BF_SS)
+#pragma GCC unroll 4
+        for (int x = 0; x < 4; x++) cs[g][x] = _mm512_dpbusd_epi32(cs[g][x], ones, q[g][x]);
+    }
+    const uint32_t keep = left == 4 ? 0xFFFFFFFFu : (uint32_t)((1u << (8 * left)) - 1u);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      if (i >= mr) break;
+      uint32_t w = 0;
+      memcpy(&w, a + i * lda + k, (size_t)left);
+      __m512i av = _mm512_set1_epi32((int)w);
+      if (mode == TL_BF_SS) av = _mm512_xor_si512(av, _mm512_and_si512(bias, _mm512_set1_epi32((int)keep)));
+#pragma GCC unroll 2
+      for (int g = 0; g < 2; g++) {
+        if (g >= ng) break;
+#pragma GCC unroll 4
+        for (int x = 0; x < 4; x++) acc[i][g][x] = tl_bf_step(mode, acc[i][g][x], av, q[g][x]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+    if (i >= mr) break;
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+      if (g >= ng) break;
+      if (mode == TL_BF_SS)
+#pragma GCC unroll 4
+        for (int x = 0; x < 4; x++) acc[i][g][x] = _mm512_sub_epi32(acc[i][g][x], _mm512_slli_epi32(cs[g][x], 7));
+      tl_q_lanes_t(acc[i][g]);
+#pragma GCC unroll 4
+      for (int x = 0; x < 4; x++) _mm512_mask_storeu_epi32(c + i * ldc + 64 * g + 16 * x, mk[4 * g + x], acc[i][g][x]);
+    }
+  }
+}
+
+/* acc (+)= a @ b for 8-bit a and b (mode UB, BU or SS), b row-major with unit column stride,
+ * read in place: row blocks of up to 4 with panels of 128 (1-2 rows) or 64 (3-4) columns. */
+static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uint8_t *a, int64_t lda, const uint8_t *b,
+                    int64_t ldb, int32_t *c, int64_t ldc, int accum) {
+  for (int64_t i0 = 0; i0 < m; i0 += 4) {
+    const int64_t mr = m - i0 < 4 ? m - i0 : 4;
+    const int64_t w = mr <= 2 ? 128 : 64;
+    for (int64_t j0 = 0; j0 < n; j0 += w) {
+      __mmask16 mk[8];
+      for (int v = 0; v < 8; v++) mk[v] = tl_bf_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
+      const uint8_t *ai = a + i0 * lda, *bj = b + j0;
+      int32_t *cj = c + i0 * ldc + j0;
+#define TL_Q_CASE(MODE) \
+  switch (mr) { \
+  case 1: tl_q_rm_kern(MODE, 1, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break; \
+  case 2: tl_q_rm_kern(MODE, 2, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break; \
+  case 3: tl_q_rm_kern(MODE, 3, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break; \
+  default: tl_q_rm_kern(MODE, 4, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break; \
+  }
+      if (mode == TL_BF_UB) TL_Q_CASE(TL_BF_UB)
+      else if (mode == TL_BF_BU) TL_Q_CASE(TL_BF_BU)
+      else TL_Q_CASE(TL_BF_SS)
+#undef TL_Q_CASE
+    }
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B, row-major with any strides, or tiled
  * with any vnni. */
 static inline const char *tl_bf_b_at(const tl_ref *b, int tb, int64_t k, int64_t j, int64_t es) {
@@ -237,6 +460,15 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
   char *pc = (char *)acc->data;
   const int64_t ldab = a->stride[0] * es, ldcb = acc->stride[0] * 4;
   const tl_layout bl = b->layout;
+  if (!tb && !bl.tiled && b->stride[1] == 1 && m <= 16) { /* few rows: b row-major in place */
+    if (mode == TL_BF_BF16)
+      tl_bf_rm(m, n, kk, (const uint16_t *)a->data, a->stride[0], (const uint16_t *)b->data, b->stride[0],
+               (float *)acc->data, acc->stride[0], accum);
+    else
+      tl_q_rm(mode, m, n, kk, (const uint8_t *)a->data, a->stride[0], (const uint8_t *)b->data, b->stride[0],
+              (int32_t *)acc->data, acc->stride[0], accum);
+    return 1;
+  }
   const int direct = !tb && bl.tiled && bl.vnni == ge && bl.tile_c % 16 == 0;
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
   for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
