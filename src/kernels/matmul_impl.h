@@ -90,6 +90,9 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user);
  * then b in tl_matmul_pack_b's layout, in a buffer the context keeps until the next such call.
  * 0: run with b as given (also when the copy failed: nothing is reported). */
 int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed);
+/* 1 when tl_mm_autopack packs b for this a (the decision alone; the tuner tunes the packed
+ * problem then, since that is the plan tl_matmul runs). */
+int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b);
 /* K rows per tile row of a packed b of dtype dt (f32, bf16, i8, u8) with K rows. */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K);
 

@@ -122,10 +122,16 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
 /* Rows of a sharing b from which packing b per call pays (see docs/matmul.md, "Measured"). */
 #define TL_MM_AUTOPACK_ROWS 256
 
-int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed) {
+/* See matmul_impl.h. */
+int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
   if (a->dtype != TL_F32 || b->dtype != TL_F32 || b->layout.tiled || b->ndim != 2) return 0;
   const int64_t K = b->shape[0], N = b->shape[1];
-  if (K < 16 || N < 32 || tl_tensor_numel(a) / K < TL_MM_AUTOPACK_ROWS) return 0;
+  return K >= 16 && N >= 32 && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
+}
+
+int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed) {
+  if (!tl_mm_autopack_applies(a, b)) return 0;
+  const int64_t K = b->shape[0], N = b->shape[1];
   const int64_t tr = tl_mm_pack_tile_r(TL_F32, K), nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
   const size_t bytes = (size_t)(nkt * ntc * tr * 16) * sizeof(float);
   tl_mm_pbuf *pb = tl_ctx_slot_get(ctx, &tl_mm_pbuf_slot);

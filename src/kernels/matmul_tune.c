@@ -27,6 +27,7 @@ typedef struct tl_mm_tune_user {
   int64_t M, N, K;
   tl_dtype da;
   int64_t gk;           /* BK grain */
+  int packed;           /* b is packed (f32 with many rows: what tl_matmul runs); BK is fixed */
 } tl_mm_tune_user;
 
 typedef struct tl_mm_tune_cand {
@@ -46,9 +47,10 @@ static int tl_mm_tune_valid(void *user, const int64_t *cfg, char *why, size_t n)
   const int64_t BM = cfg[0], BN = cfg[1], BK = cfg[2];
   if (BM < 1 || BN < 1 || BK < 1) return tl_msg(why, n, "blocks must be positive"), 0;
   if (BN % 16 && BN != u->N) return tl_msg(why, n, "BN %lld is not a multiple of 16", (long long)BN), 0;
+  if (BM % 8 && BM != u->M) return tl_msg(why, n, "BM %lld is not a multiple of 8", (long long)BM), 0;
+  if (u->packed) return 1; /* BK is the packed tile row */
   if (BK % u->gk && !(u->da == TL_F32 && BK == u->K))
     return tl_msg(why, n, "BK %lld is not a multiple of %lld", (long long)BK, (long long)u->gk), 0;
-  if (BM % 8 && BM != u->M) return tl_msg(why, n, "BM %lld is not a multiple of 8", (long long)BM), 0;
   if (BK > TL_CDIV(u->K, u->gk) * u->gk && BK != u->K) return tl_msg(why, n, "BK %lld exceeds K", (long long)BK), 0;
   return 1;
 }
@@ -177,6 +179,16 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_d
   u->a = tl_tensor_make(u->bufs[0], da, 2, sa);
   u->b = tl_tensor_make(u->bufs[1], db, 2, sb);
   u->c = tl_tensor_make(u->bufs[2], dc, 2, sc);
+  if (tl_mm_autopack_applies(&u->a, &u->b)) { /* tl_matmul runs this problem with b packed: tune that */
+    tl_tensor pb;
+    s = tl_matmul_pack_b(ctx, &u->b, da, &pb);
+    if (s != TL_OK) {
+      tl_msg(err, errn, "%s", tl_ctx_error(ctx));
+      goto fail;
+    }
+    tl_aligned_free(u->bufs[1]);
+    u->bufs[1] = pb.data, u->b = pb, u->packed = 1;
+  }
   tl_mm_build heur;
   const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
   s = tl_mm_prepare(ctx, &u->a, &u->b, &u->c, &o, &heur);
@@ -201,6 +213,7 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_d
   int nbk = 0;
   for (int i = 0; i < (int)TL_ARRAY_LEN(bk_full); i++)
     if (bk_full[i] % u->gk == 0 && (!reduced || (bk_full[i] >= 64 && bk_full[i] <= 1024))) bkl[nbk++] = bk_full[i];
+  if (heur.run.packed) bkl[0] = heur.run.BK, nbk = 1; /* a packed b's K block is its tile row */
   tl_mm_tune_values(&sp->params[2], "BK", bkl, nbk, kcap, heur.run.BK);
   sp->user = u;
   sp->valid = tl_mm_tune_valid;
