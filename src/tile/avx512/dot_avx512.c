@@ -53,8 +53,11 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
     }
   }
   for (int64_t k = 0; k < kc; k++) {
-    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + k * ldb);
-    const __m512 b1 = nv == 2 ? _mm512_maskz_loadu_ps(m1, b + k * ldb + bo) : _mm512_setzero_ps();
+    /* packed a comes with a staged or tiled b, whose rows are whole 16-column vectors: plain
+     * loads (lanes beyond the masks only reach columns that are never stored) */
+    const __m512 b0 = pa ? _mm512_loadu_ps(b + k * ldb) : _mm512_maskz_loadu_ps(m0, b + k * ldb);
+    const __m512 b1 = nv == 2 ? (pa ? _mm512_loadu_ps(b + k * ldb + bo) : _mm512_maskz_loadu_ps(m1, b + k * ldb + bo))
+                              : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int i = 0; i < TL_A5_MR; i++) {
       if (i >= mr) break;
@@ -258,7 +261,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     return 1;
   }
   /* a packed per (row chunk, k chunk), b per (k chunk, panel): both contiguous, L1-resident */
-  _Alignas(64) float abuf[TL_A5_MC * TL_A5_KC];
+  _Alignas(64) float abuf[TL_CDIV(TL_A5_MC, TL_A5_MR) * TL_A5_MR * TL_A5_KC];
   for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MC) {
     const int64_t mc = m - i0 < TL_A5_MC ? m - i0 : TL_A5_MC;
     for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
