@@ -313,7 +313,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
      * product, where staging would cost as much as the product): the AVX512-BF16 / VNNI dot
      * reads row-major b in place then */
-    if (tiled_b && bd->K > 0 && bd->M > 16)
+    if (tiled_b && bd->K > 0 && bd->M > (da == TL_BF16 ? 16 : 8)) /* (int8 rebuilds quads per 4 rows) */
       bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = da == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)BK, .tile_c = 16};
     bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);
   } else {
