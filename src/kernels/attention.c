@@ -120,7 +120,12 @@ static tl_status tl_attn_check(tl_ctx *ctx, const tl_tensor *q, const tl_tensor 
     }
     if (!m->data && tl_tensor_numel(m) > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_attention: mask has NULL data");
   }
-  /* o may not overlap an input (the kernel reads K, V and the mask while O is written) */
+  /* o may not address one element twice, nor overlap an input (the kernel reads K, V and the
+   * mask while O is written) */
+  int d0, d1;
+  if (tl_view_self_overlaps(o, &d0, &d1))
+    return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_attention: o addresses some elements twice (dims %d and %d, strides %lld and %lld)",
+                       d0, d1, (long long)o->stride[d0], (long long)o->stride[d1]);
   if (tl_tensor_numel(o) > 0) {
     uintptr_t olo, ohi, lo, hi;
     tl_attn_span(o, &olo, &ohi);
@@ -181,9 +186,15 @@ static void tl_attn_config(const tl_ctx_info *info, tl_attn_run *r) {
   while (tl_attn_need(r, r->bq, r->bk) > budget) {
     if (r->bk > 32) r->bk /= 2;
     else if (r->bq > 16) r->bq = tl_attn_round(r->bq / 2, 16);
-    else break; /* the plan reports TL_ERR_VMEM with the numbers */
+    else break; /* tl_attention refuses it (tl_attn_fits) before anything runs */
   }
   r->rows = r->bq;
+}
+
+/* 1 when the chosen blocks fit the staging budget: the outer plan checks only Q, O and the
+ * scratch, the K / V / mask blocks are the inner grids' and would fail mid-run. */
+static int tl_attn_fits(const tl_ctx_info *info, const tl_attn_run *r) {
+  return tl_attn_need(r, r->rows, r->bk) <= (double)info->vmem_bytes * 0.9;
 }
 
 /* Fills run (geometry, dtypes, blocks) and the kernel. Tensors' data are the caller's. */
@@ -411,6 +422,15 @@ tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, cons
     tl_ctx_info info;
     tl_ctx_info_get(ctx, &info);
     tl_attn_prepare(&info, q, k, v, o, &mask4, op->causal, 1, &e->run, &e->bd);
+    if (!tl_attn_fits(&info, &e->run)) {
+      const double need = tl_attn_need(&e->run, e->run.rows, e->run.bk);
+      const long long rows = (long long)e->run.rows, bk = (long long)e->run.bk;
+      memset(e, 0, sizeof *e); /* the entry stays free */
+      return tl_ctx_fail(ctx, TL_ERR_VMEM,
+                         "tl_attention: head dim D = %lld needs %.0f KiB of staging per thread with the smallest blocks "
+                         "(%lld query rows x %lld keys), the budget is %.0f KiB",
+                         (long long)q->shape[3], need / 1024, rows, bk, (double)info.vmem_bytes * 0.9 / 1024);
+    }
     tl_attn_fixup(&e->bd, &e->run);
     if (e->run.decode) {
       const int64_t n = e->bd.ws_elems[0] + e->bd.ws_elems[1] + 1 + e->bd.ws_elems[2];
@@ -515,6 +535,13 @@ static tl_status tl_attn_kmake(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     return TL_ERR_NOMEM;
   }
   tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, run, bd);
+  if (!tl_attn_fits(&info, run)) {
+    tl_msg(err, errn, "attention %s: head dim %lld does not fit the staging budget (%.0f KiB)", kc->shape, (long long)D,
+           (double)info.vmem_bytes / 1024);
+    tl_free_mem(bd);
+    tl_kcase_free(kc);
+    return TL_ERR_VMEM;
+  }
   run->scale = (float)(1.0 / sqrt((double)D));
   kc->k = bd->k;
   kc->specs[0] = bd->in[0], kc->specs[1] = bd->out[0];

@@ -192,8 +192,12 @@ void tl_attn_prefill_body(const tl_prog *p, tl_ref *refs, void *user) {
   const tl_ref *o = &refs[1];
   const size_t oes = tl_dtype_size(o->dtype);
   for (int64_t r = 0; r < nrows; r++) {
-    const float a = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
-    vec->store((char *)o->data + (size_t)(r * o->stride[2]) * oes, o->dtype, acc + r * D, D, a);
+    char *orow = (char *)o->data + (size_t)(r * o->stride[2]) * oes;
+    if (l[r] == 0.0f) { /* no key seen: zeros (acc may hold 0 x inf = NaN from a masked +-inf in V) */
+      for (int64_t d = 0; d < D; d++) memset(orow + (size_t)(d * o->stride[3]) * oes, 0, oes);
+      continue;
+    }
+    vec->store(orow, o->dtype, acc + r * D, D, 1.0f / l[r]);
   }
 }
 

@@ -52,25 +52,6 @@ static int tl_ro_same_tensor(const tl_tensor *a, const tl_tensor *b) {
   return 1;
 }
 
-/* 1 when two different indices of y address the same element (dims of size > 1 sorted by
- * stride: each stride must exceed the span of the smaller ones). */
-static int tl_ro_self_overlaps(const tl_tensor *t) {
-  int ord[TL_MAX_DIMS], n = 0;
-  for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] > 1) ord[n++] = d;
-  for (int a = 1; a < n; a++)
-    for (int b = a; b > 0 && t->stride[ord[b]] < t->stride[ord[b - 1]]; b--) {
-      int k = ord[b];
-      ord[b] = ord[b - 1], ord[b - 1] = k;
-    }
-  int64_t span = 0;
-  for (int a = 0; a < n; a++) {
-    if (a > 0 && t->stride[ord[a]] <= span) return 1;
-    span += (t->shape[ord[a]] - 1) * t->stride[ord[a]];
-  }
-  return 0;
-}
-
 /* Checks one tensor: valid, row-major, f32 or bf16, data present. */
 static tl_status tl_ro_check_tensor(tl_ctx *ctx, const char *fn, const tl_tensor *t, const char *name) {
   char msg[256];
@@ -122,7 +103,7 @@ static tl_status tl_ro_check(tl_ctx *ctx, const tl_ro_req *rq, int *axis_out) {
     if (y->stride[d] == 0 && y->shape[d] > 1)
       return tl_ctx_fail(ctx, TL_ERR_INVALID, "%s: y has stride 0 in dim %d (size %lld); outputs cannot broadcast", fn, d,
                          (long long)y->shape[d]);
-  if (tl_ro_self_overlaps(y))
+  if (tl_view_self_overlaps(y, &(int){0}, &(int){0}))
     return tl_ctx_fail(ctx, TL_ERR_INVALID, "%s: y's strides make two of its elements share memory", fn);
   if (tl_tensor_numel(x) > 0 && !tl_ro_same_tensor(x, y)) {
     const tl_tensor *in[3] = {x, rq->gamma, rq->beta};
@@ -167,7 +148,9 @@ static tl_tensor tl_ro_view3(const tl_tensor *t, int64_t O, int64_t A, int64_t I
   memset(&v, 0, sizeof v);
   v.data = t->data, v.dtype = t->dtype, v.ndim = 3;
   v.shape[0] = O, v.shape[1] = A, v.shape[2] = I;
-  v.stride[0] = so ? so : 1, v.stride[1] = sa ? sa : 1, v.stride[2] = si ? si : 1;
+  /* the real strides, 0 (a broadcast input) included: a stride-0 line is not a unit-stride one
+   * and must be staged; only dims of size 1, whose stride is never used, get 1 */
+  v.stride[0] = O == 1 ? 1 : so, v.stride[1] = A == 1 ? 1 : sa, v.stride[2] = I == 1 ? 1 : si;
   return v;
 }
 

@@ -68,13 +68,19 @@ static int tl_same_view(const tl_tensor *a, const tl_tensor *b) {
   return 1;
 }
 
-/* 1 when two different indices of a row-major view address the same element (a sufficient test:
- * with the dims of size > 1 sorted by stride, each stride must exceed the span of the smaller
- * ones); *d0, *d1 name the offending pair. */
-static int tl_view_self_overlaps(const tl_tensor *t, int *d0, int *d1) {
+/* See runtime_impl.h. */
+int tl_view_self_overlaps(const tl_tensor *t, int *d0, int *d1) {
   int ord[TL_MAX_DIMS], n = 0;
   for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] > 1) ord[n++] = d;
+    if (t->shape[d] == 0) return 0; /* no elements */
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] > 1) {
+      if (t->stride[d] == 0) { /* a broadcast dim */
+        *d0 = *d1 = d;
+        return 1;
+      }
+      ord[n++] = d;
+    }
   for (int a = 1; a < n; a++) /* insertion sort by stride */
     for (int b = a; b > 0 && t->stride[ord[b]] < t->stride[ord[b - 1]]; b--) {
       int x = ord[b];

@@ -21,6 +21,12 @@ int tl_pool_threads(const tl_pool *pool);
  * run at a time per pool (a nested call from inside fn runs fn serially on the caller). */
 void tl_pool_run(tl_pool *pool, int nworkers, tl_pool_fn fn, void *arg);
 
+/* 1 when two different indices of a row-major view address the same element (a sufficient test:
+ * with the dims of size > 1 sorted by stride, each stride must exceed the span of the smaller
+ * ones; a stride 0 on a dim of size > 1 always overlaps); *d0, *d1 name the offending pair
+ * (plan.c; the executor refuses such outputs, and ops check their outputs with it first). */
+int tl_view_self_overlaps(const tl_tensor *t, int *d0, int *d1);
+
 /* ---- context slots: upper layers hang state off a context ---- */
 typedef struct tl_slot_class {
   const char *name;

@@ -333,6 +333,9 @@ static void test_masked_and_nan(void) {
       }
       int64_t iq[4] = {0, 1, bad, 7};
       at_set(&q, iq, NAN);
+      /* +inf in V: a fully masked row still outputs 0, not 0 x inf (a review found NaN there) */
+      int64_t iv[4] = {0, 0, 3, 5};
+      if (t == TL_F32) at_set(&v, iv, INFINITY);
       tl_attention_opts opts = {.mask = &m.t};
       tl_status s = tl_attention(g_ctx, &q.t, &k.t, &v.t, &o.t, &opts);
       CHECK(s == TL_OK, "[%s] masked/nan: %s", g_isa, tl_ctx_error(g_ctx));
@@ -344,7 +347,7 @@ static void test_masked_and_nan(void) {
             float x = op[((h * Sq) + i) * D + d];
             if (i == dead) zero_rows &= x == 0.0f;
             else if (h == 1 && i == bad) nan_row &= isnan(x);
-            else finite_rest &= isfinite(x);
+            else if (!(t == TL_F32 && h == 0 && d == 5)) finite_rest &= isfinite(x); /* (the +inf column) */
           }
       CHECK(zero_rows && nan_row && finite_rest, "[%s] %s %s: fully masked rows 0: %d, NaN row NaN: %d, other rows finite: %d", g_isa,
             path == 1 ? "prefill" : path == 2 ? "decode (vector)" : "decode", tl_dtype_name(t), zero_rows, nan_row, finite_rest);
@@ -494,6 +497,26 @@ static void test_refusals(void) {
   expect_refusal("dtype mix", TL_ERR_DTYPE, "share a dtype", &qb.t, &k.t, &v.t, &o, NULL);
   expect_refusal("o dtype", TL_ERR_DTYPE, "o is i32", &q.t, &k.t, &v.t, &oi, NULL);
   expect_refusal("o bf16 for f32 q", TL_ERR_DTYPE, "o is bf16", &q.t, &k.t, &v.t, &ob, NULL);
+  at_t os = at_make(TL_F32, 4, sq, 0);
+  at_fill(&os, -1, 1);
+  os.t.stride[2] = 0;
+  expect_refusal("o stride 0", TL_ERR_INVALID, "o addresses", &q.t, &k.t, &v.t, &os, NULL);
+  int64_t sq_s[4] = {2, 4, 4, 16};
+  at_t q_s = at_make(TL_F32, 4, sq_s, 0), o_s = at_make(TL_F32, 4, sq_s, 0);
+  at_fill(&q_s, -1, 1), at_fill(&o_s, -1, 1);
+  o_s.t.stride[2] = 0;
+  expect_refusal("o stride 0, decode", TL_ERR_INVALID, "o addresses", &q_s.t, &k.t, &v.t, &o_s, NULL);
+  free(os.mem), free(q_s.mem), free(o_s.mem);
+  { /* a head dim whose K / V blocks cannot fit the budget: refused before anything runs (causal
+     * Q blocks that see no key used to be zeroed first) */
+    int64_t bq4[4] = {1, 1, 64, 3500}, bk4[4] = {1, 1, 16, 3500};
+    at_t bq = at_make(TL_F32, 4, bq4, 0), bkk = at_make(TL_F32, 4, bk4, 0), bv = at_make(TL_F32, 4, bk4, 0),
+         bo = at_make(TL_F32, 4, bq4, 0);
+    at_fill(&bq, -1, 1), at_fill(&bkk, -1, 1), at_fill(&bv, -1, 1), at_fill(&bo, -1, 1);
+    tl_attention_opts co = {.causal = 1};
+    expect_refusal("D 3500 beyond the budget", TL_ERR_VMEM, "D = 3500", &bq.t, &bkk.t, &bv.t, &bo, &co);
+    free(bq.mem), free(bkk.mem), free(bv.mem), free(bo.mem);
+  }
   opts.mask = &mbad.t;
   expect_refusal("mask shape", TL_ERR_SHAPE, "not broadcastable", &q.t, &k.t, &v.t, &o, &opts);
   opts.mask = &mi8.t;

@@ -61,6 +61,23 @@ static double run_case(tl_ctx *ctx, const char *what, tl_tensor *x, tl_tensor *y
   return err;
 }
 
+/* x broadcast (stride 0) along rows, along the axis, along columns: the lines are staged, never
+ * read as if contiguous (a review found them read in place past the buffer). */
+static void test_broadcast_x(void) {
+  const int64_t sh[3] = {4, 9, 37};
+  static const int zero_dim[] = {0, 1, 2};
+  for (size_t z = 0; z < 3; z++)
+    for (int axis = 0; axis < 3; axis++) {
+      nt_t x = nt_make(TL_F32, 3, sh, NT_CONTIG, -3, 3), y = nt_make(TL_F32, 3, sh, NT_CONTIG, 0, 0);
+      x.t.stride[zero_dim[z]] = 0;
+      char what[64];
+      snprintf(what, sizeof what, "x stride 0 in dim %d", zero_dim[z]);
+      run_case(g_ctx, what, &x.t, &y.t, axis, 0);
+      run_case(g_small, what, &x.t, &y.t, axis, 1);
+      nt_free(&x), nt_free(&y);
+    }
+}
+
 static void test_shapes(void) {
   static const int64_t dims[] = {1, 2, 3, 7, 16, 17, 31, 64, 97, 131, 256, 1000};
   for (int it = 0; it < 40; it++) {
@@ -357,6 +374,7 @@ int main(void) {
     g_isa = isas[i];
     fprintf(stderr, "isa %s\n", g_isa);
     RUN(test_shapes);
+    RUN(test_broadcast_x);
     RUN(test_every_axis);
     RUN(test_dtypes);
     RUN(test_inplace);
