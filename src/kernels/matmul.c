@@ -485,6 +485,16 @@ int tl_mm_tuned_build(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const
     tl_ctx_warn(ctx, "tl_matmul: tuned config '%.200s' for %s is malformed: using the heuristic's", text, key);
     return 0;
   }
+  /* the DB is outside input: hold it to the rules the tuner's space keeps (a packed or staged-
+   * tiled b is read in 16-column tiles; bf16 / int8 K blocks are whole VNNI groups of the tile) */
+  const tl_dtype da = a->dtype;
+  const int tiled = da != TL_F32 || heur->run.packed;
+  const int64_t gk = da == TL_BF16 ? 32 : da == TL_F32 ? 1 : 64;
+  if ((tiled && cfg[1] % 16 && cfg[1] < heur->N) || (!heur->run.packed && cfg[2] % gk && cfg[2] < heur->K)) {
+    tl_ctx_warn(ctx, "tl_matmul: tuned config '%.200s' for %s breaks the tile alignment (BN a multiple of 16%s): using the heuristic's",
+                text, key, gk > 1 ? ", BK of the VNNI group" : "");
+    return 0;
+  }
   if (cfg[0] == heur->run.BM && cfg[1] == heur->run.BN && (cfg[2] == heur->run.BK || heur->run.packed)) return 0;
   return tl_mm_prepare_cfg(ctx, a, b, c, o, cfg, out) == TL_OK;
 }

@@ -159,7 +159,9 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_d
   }
   const int64_t M = dims[0], N = dims[1], K = dims[2];
   const int64_t lim = (int64_t)1 << 30;
-  if (M < 1 || N < 1 || K < 1 || M * K > lim || K * N > lim || M * N > lim) {
+  int64_t mk = 0, kn = 0, mn = 0;
+  if (M < 1 || N < 1 || K < 1 || tl_mul_ovf(M, K, &mk) || tl_mul_ovf(K, N, &kn) || tl_mul_ovf(M, N, &mn) || mk > lim ||
+      kn > lim || mn > lim) {
     tl_msg(err, errn, "matmul: shape %lldx%lldx%lld: each operand must have 1..2^30 elements", (long long)M,
            (long long)N, (long long)K);
     return TL_ERR_SHAPE;

@@ -69,7 +69,9 @@ static void tl_tune_keep(void *arg, const tl_tune_row *row) {
 static tl_tune_mem *tl_tune_mem_load(tl_ctx *ctx) {
   tl_tune_mem *m = tl_calloc(1, sizeof *m);
   if (!m) return NULL;
-  snprintf(m->isa, sizeof m->isa, "%s", tl_isa_name(ctx->info.isa));
+  /* the level plans will run at: AMX permission may lower it (tilec tune asks first, so the DB
+   * holds rows under the lowered level) */
+  snprintf(m->isa, sizeof m->isa, "%s", tl_isa_name(tl_ctx_need_amx(ctx)));
   m->threads = ctx->info.threads;
   const char *path = ctx->info.tune_db;
   struct stat sb;

@@ -325,6 +325,20 @@ static void test_tuned_config_used(void) {
   CHECK(strstr(tl_ctx_warning(ctx), "tuned config") != NULL, "warning: '%s'", tl_ctx_warning(ctx));
   tl_ctx_free(ctx);
   mm_free(&m);
+  /* a DB row that breaks the tile alignment (BN 24 where b is packed per call in 16-column tiles)
+   * is not applied: the heuristic's blocks, a right result and a warning (it read wrong tiles) */
+  mm_make(&m, 256, 64, 64);
+  ctx = new_ctx(2, path, 0);
+  REQUIRE(ctx, "ctx");
+  put_mm_row(path, ctx, "f32.f32.f32 m256 n64 k64 z1 packed", "BM=64 BN=24 BK=64", NULL, 0, NULL, TL_MM_TUNE_VERSION);
+  tl_ctx_free(ctx);
+  ctx = new_ctx(2, path, 0);
+  REQUIRE(ctx, "ctx");
+  err = mm_run_err(ctx, &m, &s);
+  CHECK(s == TL_OK && err < 1e-5, "misaligned tuned config: %s, err %g", tl_status_name(s), err);
+  CHECK(strstr(tl_ctx_warning(ctx), "tile alignment") != NULL, "misaligned config warning: '%s'", tl_ctx_warning(ctx));
+  tl_ctx_free(ctx);
+  mm_free(&m);
 }
 
 static void test_key_separation(void) {
