@@ -426,4 +426,13 @@ static void tl_rk_sumexp_acc(float *acc, float *e, const void *x, int xbf, int64
   else tl_rk_sumexp_acc_(acc, e, x, 0, n, m);
 }
 
+/* The tl_rows_impl of the including file's instance (each ISA file defines one with this). */
+#define TL_RK_TABLE(isa_, name_) \
+  { \
+    .isa = (isa_), .name = (name_), .max_row = tl_rk_max_row, .sumexp_row = tl_rk_sumexp_row, .sum_row = tl_rk_sum_row, \
+    .sumdev_row = tl_rk_sumdev_row, .scale_row = tl_rk_scale_row, .expscale_row = tl_rk_expscale_row, \
+    .shift_row = tl_rk_shift_row, .norm_row = tl_rk_norm_row, .max_acc = tl_rk_max_acc, .sumexp_acc = tl_rk_sumexp_acc, \
+    .scale_vv = tl_rk_scale_vv, .expscale_vv = tl_rk_expscale_vv, .shift_vv = tl_rk_shift_vv \
+  }
+
 #endif /* TL_ROWS_KERN_H */

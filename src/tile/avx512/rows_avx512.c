@@ -10,20 +10,4 @@
 #define TL_RK_LDEXP(p, n) ((tl_vf32)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
 #include "../rows_kern.h"
 
-const tl_rows_impl tl_rows_avx512_impl = {
-    .isa = TL_ISA_AVX512,
-    .name = "avx512",
-    .max_row = tl_rk_max_row,
-    .sumexp_row = tl_rk_sumexp_row,
-    .sum_row = tl_rk_sum_row,
-    .sumdev_row = tl_rk_sumdev_row,
-    .scale_row = tl_rk_scale_row,
-    .expscale_row = tl_rk_expscale_row,
-    .shift_row = tl_rk_shift_row,
-    .norm_row = tl_rk_norm_row,
-    .max_acc = tl_rk_max_acc,
-    .sumexp_acc = tl_rk_sumexp_acc,
-    .scale_vv = tl_rk_scale_vv,
-    .expscale_vv = tl_rk_expscale_vv,
-    .shift_vv = tl_rk_shift_vv,
-};
+const tl_rows_impl tl_rows_avx512_impl = TL_RK_TABLE(TL_ISA_AVX512, "avx512");

@@ -14,20 +14,4 @@
 #define TL_RK_TO_BF16(v) ((tl_vu16)_mm512_cvtneps_pbh((__m512)(v)))
 #include "../rows_kern.h"
 
-const tl_rows_impl tl_rows_avx512bf16_impl = {
-    .isa = TL_ISA_AVX512BF16,
-    .name = "avx512bf16",
-    .max_row = tl_rk_max_row,
-    .sumexp_row = tl_rk_sumexp_row,
-    .sum_row = tl_rk_sum_row,
-    .sumdev_row = tl_rk_sumdev_row,
-    .scale_row = tl_rk_scale_row,
-    .expscale_row = tl_rk_expscale_row,
-    .shift_row = tl_rk_shift_row,
-    .norm_row = tl_rk_norm_row,
-    .max_acc = tl_rk_max_acc,
-    .sumexp_acc = tl_rk_sumexp_acc,
-    .scale_vv = tl_rk_scale_vv,
-    .expscale_vv = tl_rk_expscale_vv,
-    .shift_vv = tl_rk_shift_vv,
-};
+const tl_rows_impl tl_rows_avx512bf16_impl = TL_RK_TABLE(TL_ISA_AVX512BF16, "avx512bf16");
