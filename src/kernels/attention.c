@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "attention_impl.h"
+#include "../tune/tune_impl.h"
 
 #define TL_ATTN_CACHE 16
 
@@ -163,8 +164,10 @@ static double tl_attn_need(const tl_attn_run *r, int64_t rows, int64_t bk) {
   return R * D * (es + oes + 4) + R * B * (4 * (1 + r->decode) + 2 + mes) + (r->decode ? R * D * 4 : 0) + 2 * B * Dp * es + R * 16;
 }
 
-/* Picks the blocks from the budget; decode stays off when its rows do not fit. */
-static void tl_attn_config(const tl_ctx_info *info, tl_attn_run *r) {
+/* Picks the blocks from the budget; decode stays off when its rows do not fit. cfg (NULL: none)
+ * = {bq, bk}: an entry > 0 replaces the heuristic's value (bq on the prefill path only) after the
+ * decode decision; whether the result fits is tl_attn_fits's to say. */
+static void tl_attn_config(const tl_ctx_info *info, tl_attn_run *r, const int64_t *cfg) {
   const double budget = (double)info->vmem_bytes * 0.9;
   if (r->decode) {
     r->rows = r->group * r->Sq;
@@ -173,6 +176,7 @@ static void tl_attn_config(const tl_ctx_info *info, tl_attn_run *r) {
     if (tl_attn_need(r, r->rows, r->bk) > budget) r->decode = 0;
   }
   if (r->decode) {
+    if (cfg && cfg[1] > 0) r->bk = cfg[1];
     /* chunks from Sk alone: about 16 of them, each a whole number of blocks */
     const int64_t nkb = TL_CDIV(r->Sk, r->bk);
     int64_t nb = nkb / 16 > 0 ? nkb / 16 : 1;
@@ -188,6 +192,8 @@ static void tl_attn_config(const tl_ctx_info *info, tl_attn_run *r) {
     else if (r->bq > 16) r->bq = tl_attn_round(r->bq / 2, 16);
     else break; /* tl_attention refuses it (tl_attn_fits) before anything runs */
   }
+  if (cfg && cfg[0] > 0) r->bq = cfg[0];
+  if (cfg && cfg[1] > 0) r->bk = cfg[1];
   r->rows = r->bq;
 }
 
@@ -199,8 +205,8 @@ static int tl_attn_fits(const tl_ctx_info *info, const tl_attn_run *r) {
 
 /* Fills run (geometry, dtypes, blocks) and the kernel. Tensors' data are the caller's. */
 static void tl_attn_prepare(const tl_ctx_info *info, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v,
-                            const tl_tensor *o, const tl_tensor *mask4, int causal, int allow_decode, tl_attn_run *r,
-                            tl_attn_build *bd) {
+                            const tl_tensor *o, const tl_tensor *mask4, int causal, int allow_decode, const int64_t *cfg,
+                            tl_attn_run *r, tl_attn_build *bd) {
   memset(bd, 0, sizeof *bd);
   memset(r, 0, sizeof *r);
   r->B = q->shape[0], r->Hq = q->shape[1], r->Sq = q->shape[2], r->D = q->shape[3];
@@ -208,7 +214,7 @@ static void tl_attn_prepare(const tl_ctx_info *info, const tl_tensor *q, const t
   r->causal = causal, r->dt = q->dtype, r->odt = o->dtype, r->mdt = mask4->dtype;
   r->k = *k, r->v = *v, r->mask = *mask4;
   r->decode = allow_decode && r->Sq <= TL_ATTN_DECODE_MAX_SQ;
-  tl_attn_config(info, r);
+  tl_attn_config(info, r, cfg);
   r->vec_rows = r->decode && r->rows <= TL_ATTN_VEC_ROWS;
   if (r->dt == TL_BF16 && !r->vec_rows) r->v_layout = (tl_layout){.tiled = 1, .vnni = 2, .tile_r = (uint16_t)r->bk, .tile_c = 16};
   const int has_mask = r->mdt != TL_DTYPE_INVALID;
@@ -386,6 +392,156 @@ static void tl_attn_merge(const tl_attn_run *r, const float *po, const float *pm
       }
 }
 
+/* ---- building and running a plan (tl_attention's cache entries and the tuner's candidates) ---- */
+
+/* Prepares with cfg (NULL: the heuristic), checks the staging budget, allocates the decode
+ * workspace and makes the plan into r, bd, *plan, *ws (r and bd stay where they are: the kernel
+ * points at them). On failure nothing is kept and the message is on ctx. */
+static tl_status tl_attn_make(tl_ctx *ctx, const tl_ctx_info *info, const tl_tensor *q, const tl_tensor *k,
+                              const tl_tensor *v, const tl_tensor *o, const tl_tensor *mask4, int causal, const int64_t *cfg,
+                              tl_attn_run *r, tl_attn_build *bd, tl_plan **plan, float **ws) {
+  *plan = NULL, *ws = NULL;
+  tl_attn_prepare(info, q, k, v, o, mask4, causal, 1, cfg, r, bd);
+  if (!tl_attn_fits(info, r)) {
+    const double need = tl_attn_need(r, r->rows, r->bk);
+    if (cfg)
+      return tl_ctx_fail(ctx, TL_ERR_VMEM, "tl_attention: blocks of %lld query rows x %lld keys need %.0f KiB of staging per thread, the budget is %.0f KiB",
+                         (long long)r->rows, (long long)r->bk, need / 1024, (double)info->vmem_bytes * 0.9 / 1024);
+    return tl_ctx_fail(ctx, TL_ERR_VMEM,
+                       "tl_attention: head dim D = %lld needs %.0f KiB of staging per thread with the smallest blocks "
+                       "(%lld query rows x %lld keys), the budget is %.0f KiB",
+                       (long long)q->shape[3], need / 1024, (long long)r->rows, (long long)r->bk,
+                       (double)info->vmem_bytes * 0.9 / 1024);
+  }
+  tl_attn_fixup(bd, r);
+  if (r->decode) {
+    const int64_t n = bd->ws_elems[0] + bd->ws_elems[1] + 1 + bd->ws_elems[2];
+    *ws = tl_aligned_alloc(64, (size_t)n * sizeof(float));
+    if (!*ws) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_attention: out of memory for %lld bytes of decode partials", (long long)n * 4);
+    bd->tout[0].data = *ws, bd->tout[1].data = *ws + bd->ws_elems[0];
+  }
+  tl_status s = tl_plan_new(ctx, &bd->k, bd->tin, bd->tout, plan);
+  if (s != TL_OK) {
+    tl_aligned_free(*ws);
+    *ws = NULL, *plan = NULL;
+  }
+  return s;
+}
+
+/* One run of a made plan on these tensors' data (shapes as at make time) with this scale. */
+static tl_status tl_attn_exec(tl_plan *plan, const tl_attn_build *bd, tl_attn_run *r, float *ws, const tl_tensor *q,
+                              const tl_tensor *k, const tl_tensor *v, const tl_tensor *o, const void *mask_data, float scale) {
+  r->scale = scale != 0.0f ? scale : (float)(1.0 / sqrt((double)r->D));
+  r->k.data = k->data, r->v.data = v->data, r->mask.data = (void *)(uintptr_t)mask_data;
+  memset(r->wc, 0, sizeof r->wc);
+  tl_tensor tin[4], tout[2];
+  memcpy(tin, bd->tin, sizeof tin);
+  memcpy(tout, bd->tout, sizeof tout);
+  if (!r->decode) {
+    tin[0].data = q->data, tout[0].data = o->data;
+    return tl_plan_run(plan, tin, tout);
+  }
+  tin[0].data = q->data, tin[1].data = k->data, tin[2].data = v->data;
+  if (r->mdt != TL_DTYPE_INVALID) tin[3].data = (void *)(uintptr_t)mask_data;
+  tl_status s = tl_plan_run(plan, tin, tout);
+  if (s == TL_OK) {
+    const int64_t woff = (bd->ws_elems[0] + bd->ws_elems[1] + 1) / 2 * 2; /* floats, even: 8-byte aligned */
+    tl_attn_merge(r, ws, ws + bd->ws_elems[0], (double *)(void *)(ws + woff), o);
+  }
+  return s;
+}
+
+/* ---- tuned configs (docs/tune.md) ---- */
+
+/* See attention_impl.h. */
+void tl_attn_tune_key(const tl_tensor *q, const tl_tensor *k, const tl_tensor *o, tl_dtype mask_dt, int causal, char *key,
+                      size_t n) {
+  snprintf(key, n, "%s.%s b%lld hq%lld hkv%lld sq%lld sk%lld d%lld causal%d mask%s", tl_dtype_name(q->dtype),
+           tl_dtype_name(o->dtype), (long long)q->shape[0], (long long)q->shape[1], (long long)k->shape[1],
+           (long long)q->shape[2], (long long)k->shape[2], (long long)q->shape[3], causal,
+           mask_dt == TL_DTYPE_INVALID ? "-" : tl_dtype_name(mask_dt));
+}
+
+/* The tuned {bq, bk} for this problem into cfg: 1, or 0 (tuning off, no row, or a row that is
+ * malformed or breaks the alignment: then a warning on ctx) with cfg untouched. */
+static int tl_attn_tuned_cfg(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *o, const tl_tensor *mask4,
+                             int causal, int64_t *cfg) {
+  if (!ctx->info.tune) return 0;
+  char key[TL_TUNE_KEY_MAX];
+  tl_attn_tune_key(q, k, o, mask4->dtype, causal, key, sizeof key);
+  const char *text = tl_tune_lookup(ctx, "attention", TL_ATTN_TUNE_VERSION, key);
+  if (!text) return 0;
+  tl_tune_space names = {.nparams = 2, .params = {{.name = "BQ"}, {.name = "BK"}}};
+  int64_t c[2] = {0, 0}; /* 0: a name the row lacks keeps the heuristic's value */
+  if (tl_tune_cfg_parse(&names, text, c) != 0 || c[0] < 0 || c[1] < 0 || (c[0] == 0 && c[1] == 0)) {
+    tl_ctx_warn(ctx, "tl_attention: tuned config '%.200s' for %s is malformed: using the heuristic's", text, key);
+    return 0;
+  }
+  /* the DB is outside input: hold it to the rules the tuner's space keeps (whole 16-row tiles) */
+  if ((c[0] && (c[0] < 16 || c[0] % 16)) || (c[1] && (c[1] < 16 || c[1] % 16))) {
+    tl_ctx_warn(ctx, "tl_attention: tuned config '%.200s' for %s breaks the tile alignment (BQ and BK multiples of 16, "
+                "at least 16): using the heuristic's", text, key);
+    return 0;
+  }
+  cfg[0] = c[0], cfg[1] = c[1];
+  return 1;
+}
+
+/* ---- the tuner's candidates ---- */
+
+struct tl_attn_cand {
+  tl_attn_run run;
+  tl_attn_build bd;
+  tl_plan *plan;
+  float *ws;
+};
+
+/* See attention_impl.h. */
+tl_status tl_attn_cand_new(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, const tl_tensor *o,
+                           int causal, const int64_t *cfg, tl_attn_cand **out) {
+  *out = NULL;
+  tl_attn_cand *c = tl_aligned_alloc(64, sizeof *c);
+  if (!c) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_attention: out of memory for a tuning candidate");
+  memset(c, 0, sizeof *c);
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  tl_tensor m4;
+  memset(&m4, 0, sizeof m4);
+  m4.dtype = TL_DTYPE_INVALID;
+  tl_status s = tl_attn_make(ctx, &info, q, k, v, o, &m4, causal, cfg, &c->run, &c->bd, &c->plan, &c->ws);
+  if (s != TL_OK) {
+    tl_aligned_free(c);
+    return s;
+  }
+  *out = c;
+  return TL_OK;
+}
+
+tl_status tl_attn_cand_run(tl_attn_cand *c, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, const tl_tensor *o) {
+  return tl_attn_exec(c->plan, &c->bd, &c->run, c->ws, q, k, v, o, NULL, 0.0f);
+}
+
+void tl_attn_cand_info(const tl_attn_cand *c, tl_attn_cand_desc *d) {
+  const tl_attn_run *r = &c->run;
+  memset(d, 0, sizeof *d);
+  d->plan = c->plan, d->decode = r->decode, d->bq = r->bq, d->bk = r->bk;
+  const int64_t nkb = TL_CDIV(r->Sk, r->bk);
+  if (r->decode) {
+    d->par_blocks = r->B * r->Hkv * r->nchunk;
+    d->steps = d->par_blocks * r->chunk_blocks;
+  } else {
+    d->par_blocks = r->B * r->Hq * TL_CDIV(r->Sq, r->bq);
+    d->steps = d->par_blocks * (r->causal ? (nkb + 1) / 2 : nkb);
+  }
+}
+
+void tl_attn_cand_free(tl_attn_cand *c) {
+  if (!c) return;
+  tl_plan_free(c->plan);
+  tl_aligned_free(c->ws);
+  tl_aligned_free(c);
+}
+
 /* ---- tl_attention ---- */
 
 tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, tl_tensor *o,
@@ -419,31 +575,19 @@ tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, cons
   key.causal = op->causal;
   tl_attn_entry *e = tl_attn_cache_lookup(cache, &key);
   if (!e->used) {
+    /* a new plan: the tuned config when the DB has one for this problem (looked up only here,
+     * so cached calls never pay for it), else the heuristic's */
     tl_ctx_info info;
     tl_ctx_info_get(ctx, &info);
-    tl_attn_prepare(&info, q, k, v, o, &mask4, op->causal, 1, &e->run, &e->bd);
-    if (!tl_attn_fits(&info, &e->run)) {
-      const double need = tl_attn_need(&e->run, e->run.rows, e->run.bk);
-      const long long rows = (long long)e->run.rows, bk = (long long)e->run.bk;
-      memset(e, 0, sizeof *e); /* the entry stays free */
-      return tl_ctx_fail(ctx, TL_ERR_VMEM,
-                         "tl_attention: head dim D = %lld needs %.0f KiB of staging per thread with the smallest blocks "
-                         "(%lld query rows x %lld keys), the budget is %.0f KiB",
-                         (long long)q->shape[3], need / 1024, rows, bk, (double)info.vmem_bytes * 0.9 / 1024);
+    int64_t cfg[2];
+    const int tuned = tl_attn_tuned_cfg(ctx, q, k, o, &mask4, op->causal, cfg);
+    s = tl_attn_make(ctx, &info, q, k, v, o, &mask4, op->causal, tuned ? cfg : NULL, &e->run, &e->bd, &e->plan, &e->ws);
+    if (s != TL_OK && tuned) {
+      tl_ctx_warn(ctx, "tl_attention: tuned config BQ=%lld BK=%lld refused (%s): using the heuristic's", (long long)cfg[0],
+                  (long long)cfg[1], tl_ctx_error(ctx));
+      s = tl_attn_make(ctx, &info, q, k, v, o, &mask4, op->causal, NULL, &e->run, &e->bd, &e->plan, &e->ws);
     }
-    tl_attn_fixup(&e->bd, &e->run);
-    if (e->run.decode) {
-      const int64_t n = e->bd.ws_elems[0] + e->bd.ws_elems[1] + 1 + e->bd.ws_elems[2];
-      e->ws = tl_aligned_alloc(64, (size_t)n * sizeof(float));
-      if (!e->ws) {
-        memset(e, 0, sizeof *e);
-        return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_attention: out of memory for %lld bytes of decode partials", (long long)n * 4);
-      }
-      e->bd.tout[0].data = e->ws, e->bd.tout[1].data = e->ws + e->bd.ws_elems[0];
-    }
-    s = tl_plan_new(ctx, &e->bd.k, e->bd.tin, e->bd.tout, &e->plan);
     if (s != TL_OK) {
-      tl_aligned_free(e->ws);
       memset(e, 0, sizeof *e); /* the entry stays free */
       return s;
     }
@@ -451,26 +595,8 @@ tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, cons
     cache->plans_made++;
   }
   /* what is not part of the key: data and the scale */
-  tl_attn_run *r = &e->run;
-  r->scale = op->scale != 0.0f ? op->scale : (float)(1.0 / sqrt((double)r->D));
-  r->k.data = k->data, r->v.data = v->data, r->mask.data = mask4.data;
-  memset(r->wc, 0, sizeof r->wc);
   cache->last = e;
-  tl_tensor tin[4], tout[2];
-  memcpy(tin, e->bd.tin, sizeof tin);
-  memcpy(tout, e->bd.tout, sizeof tout);
-  if (!r->decode) {
-    tin[0].data = q->data, tout[0].data = o->data;
-    s = tl_plan_run(e->plan, tin, tout);
-  } else {
-    tin[0].data = q->data, tin[1].data = k->data, tin[2].data = v->data;
-    if (r->mdt != TL_DTYPE_INVALID) tin[3].data = mask4.data;
-    s = tl_plan_run(e->plan, tin, tout);
-    if (s == TL_OK) {
-      const int64_t woff = (e->bd.ws_elems[0] + e->bd.ws_elems[1] + 1) / 2 * 2; /* floats, even: 8-byte aligned */
-      tl_attn_merge(r, e->ws, e->ws + e->bd.ws_elems[0], (double *)(void *)(e->ws + woff), o);
-    }
-  }
+  s = tl_attn_exec(e->plan, &e->bd, &e->run, e->ws, q, k, v, o, mask4.data, op->scale);
   if (s != TL_OK) return s;
   tl_ctx_ok(ctx);
   return TL_OK;
@@ -534,7 +660,7 @@ static tl_status tl_attn_kmake(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     tl_msg(err, errn, "out of memory for attention %s", kc->shape);
     return TL_ERR_NOMEM;
   }
-  tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, run, bd);
+  tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, NULL, run, bd);
   if (!tl_attn_fits(&info, run)) {
     tl_msg(err, errn, "attention %s: head dim %lld does not fit the staging budget (%.0f KiB)", kc->shape, (long long)D,
            (double)info.vmem_bytes / 1024);

@@ -75,4 +75,29 @@ typedef struct tl_attn_last {
 } tl_attn_last;
 void tl_attn_last_get(const tl_ctx *ctx, tl_attn_last *out);
 
+/* Tuning (attention.c, attention_tune.c; docs/tune.md). Parameters BQ (query rows per block,
+ * prefill only) and BK (K/V rows per block). The DB key of a problem:
+ * "<q>.<o> b<B> hq<Hq> hkv<Hkv> sq<Sq> sk<Sk> d<D> causal<0|1> mask<dtype or ->". tl_attention
+ * looks it up when it makes a plan; a config whose BQ or BK is not a multiple of 16 (at least 16),
+ * or that the budget or the executor refuses, falls back to the heuristic with a warning. */
+#define TL_ATTN_TUNE_VERSION 1
+void tl_attn_tune_key(const tl_tensor *q, const tl_tensor *k, const tl_tensor *o, tl_dtype mask_dt, int causal, char *key,
+                      size_t n);
+
+/* A tuning candidate: the plan tl_attention would make for q, k, v, o (no mask) with cfg = {bq,
+ * bk} (NULL or entries 0: the heuristic's), run on the tensors' data. Refusals (budget, plan)
+ * return their status with the message on ctx. */
+typedef struct tl_attn_cand tl_attn_cand;
+typedef struct tl_attn_cand_desc {
+  const tl_plan *plan;
+  int decode;
+  int64_t bq, bk;
+  int64_t par_blocks, steps; /* independent parallel units; grid steps of one run (inner K/V steps included) */
+} tl_attn_cand_desc;
+tl_status tl_attn_cand_new(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, const tl_tensor *o,
+                           int causal, const int64_t *cfg, tl_attn_cand **out);
+tl_status tl_attn_cand_run(tl_attn_cand *c, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v, const tl_tensor *o);
+void tl_attn_cand_info(const tl_attn_cand *c, tl_attn_cand_desc *d);
+void tl_attn_cand_free(tl_attn_cand *c); /* NULL is a no-op */
+
 #endif /* TL_ATTENTION_IMPL_H */

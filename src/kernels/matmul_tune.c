@@ -146,10 +146,10 @@ static void *tl_mm_tune_buf(tl_dtype dt, int64_t n, uint64_t seed) {
 }
 
 /* See tune_kernels.h. */
-tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_dtype da, int reduced,
+tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype da, int reduced,
                                tl_tune_space **out, char *err, size_t errn) {
   *out = NULL;
-  if (ndims != 3) {
+  if (ndims != 3 || variant) {
     tl_msg(err, errn, "matmul: shape is MxNxK, got %d sizes", ndims);
     return TL_ERR_SHAPE;
   }

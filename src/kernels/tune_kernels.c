@@ -4,7 +4,8 @@
 #include "tune_kernels.h"
 
 static const tl_tune_kernel tl_tune_kernels[] = {
-    {"matmul", "MxNxK", "f32 bf16 int8", tl_mm_tune_space_new},
+    {"matmul", "MxNxK", "f32 bf16 int8", NULL, 3, 3, tl_mm_tune_space_new},
+    {"attention", "BxHxSxD or BxHxSqxSkxD, optionally :causal", "bf16 f32", "causal", 4, 5, tl_attn_tune_space_new},
 };
 
 const tl_tune_kernel *tl_tune_kernel_at(int i) {

@@ -10,19 +10,24 @@ typedef struct tl_tune_kernel {
   const char *name;          /* "matmul" */
   const char *shape_syntax;  /* "MxNxK" */
   const char *dtypes;        /* "f32 bf16 int8" (first: the default) */
-  /* Makes the space for dims (ndims sizes) and the input dtype (int8 is u8 x i8); reduced: the
-   * smaller space of the tuned-vs-exhaustive comparison. Bad shapes: TL_ERR_SHAPE / TL_ERR_DTYPE
-   * with a message in err. */
-  tl_status (*space)(tl_ctx *ctx, const int64_t *dims, int ndims, tl_dtype dtype, int reduced, tl_tune_space **out,
-                     char *err, size_t errn);
+  const char *variant;       /* a word a SHAPE may end in after ':' ("causal"); NULL: none */
+  int min_dims, max_dims;    /* sizes a SHAPE has */
+  /* Makes the space for dims (ndims sizes), variant (the SHAPE had ":<variant>"; 0 for kernels
+   * without one) and the input dtype (int8 is u8 x i8); reduced: the smaller space of the
+   * tuned-vs-exhaustive comparison. Bad shapes: TL_ERR_SHAPE / TL_ERR_DTYPE with a message in err. */
+  tl_status (*space)(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype dtype, int reduced,
+                     tl_tune_space **out, char *err, size_t errn);
 } tl_tune_kernel;
 
 /* The tunable kernel called name, or NULL; tl_tune_kernel_at(i) lists them (NULL past the end). */
 const tl_tune_kernel *tl_tune_kernel_find(const char *name);
 const tl_tune_kernel *tl_tune_kernel_at(int i);
 
-/* matmul_tune.c */
-tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, tl_dtype da, int reduced,
+/* matmul_tune.c (variant: must be 0) */
+tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype da, int reduced,
                                tl_tune_space **out, char *err, size_t errn);
+/* attention_tune.c: BxHxSxD or BxHxSqxSkxD; variant 1: causal */
+tl_status tl_attn_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype dt, int reduced,
+                                 tl_tune_space **out, char *err, size_t errn);
 
 #endif /* TL_TUNE_KERNELS_H */

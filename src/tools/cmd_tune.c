@@ -4,8 +4,9 @@
  * For each (kernel, shape, dtype): makes the kernel's space (src/kernels/tune_kernels.h), runs
  * the search (src/tune/search.c: prune, rank by the roofline model of the probed host, time the
  * best few, refine) within --budget seconds, and writes (kernel, version, key, ISA, threads,
- * machine) -> config, time, heuristic time to the DB in one transaction. tl_matmul then uses the
- * config for plans it makes in contexts with the same ISA, threads and machine.
+ * machine) -> config, time, heuristic time to the DB in one transaction. tl_matmul / tl_attention
+ * then use the config for plans they make in contexts with the same ISA, threads and machine.
+ * A SHAPE is the kernel's sizes, optionally followed by ":<variant>" (attention: ":causal").
  *
  * --compare (the evidence of docs/tune.md): over the reduced space, times every valid config
  * (exhaustive), runs the tuner, then re-times the exhaustive winner, the tuned winner and the
@@ -31,8 +32,8 @@ const char tl_cmd_tune_help[] =
     "\n"
     "Searches a kernel's block-size configs for each SHAPE and stores the fastest in the tuning\n"
     "DB, keyed by kernel and version, shape and dtypes, ISA level, thread count and this machine.\n"
-    "tl_matmul uses a stored config automatically when it makes a plan for the same problem in a\n"
-    "context with the same ISA, threads and machine (TILEC_TUNE=0 turns that off).\n"
+    "tl_matmul and tl_attention use a stored config automatically when they make a plan for the\n"
+    "same problem in a context with the same ISA, threads and machine (TILEC_TUNE=0 turns that off).\n"
     "\n"
     "The search: every config of the space is checked (tile alignment, then the plan: budgets),\n"
     "ranked by the roofline model on this host's probed peaks (`tilec probe`, cached), and the\n"
@@ -41,11 +42,15 @@ const char tl_cmd_tune_help[] =
     "spaces are searched by beam. See docs/tune.md.\n"
     "\n"
     "kernels: matmul (SHAPE MxNxK; --dtype f32 (default), bf16, int8 = u8 x i8 -> i32)\n"
+    "         attention (SHAPE BxHxSxD or BxHxSqxSkxD, :causal for causal, e.g. 1x8x2048x128:causal;\n"
+    "         Hkv = H, o f32, no mask; --dtype bf16 (default), f32; params BQ, BK; Sq <= 16 is\n"
+    "         the decode path: BK only)\n"
     "suites:  gemm (f32 512^3, 1024^3, 2048^3, 16x4096x4096, 4096x16x4096; bf16 1024^3, 2048^3;\n"
-    "         int8 1024^3); attention (not yet available: tl_attention is not tunable yet)\n"
+    "         int8 1024^3); attention (bf16 1x8x2048x128 and :causal, 1x8x512x64:causal,\n"
+    "         decode 1x8x1x8192x128)\n"
     "\n"
     "options:\n"
-    "  --dtype D        f32, bf16 or int8 (default f32)\n"
+    "  --dtype D        f32, bf16 or int8 (default: the kernel's first: matmul f32, attention bf16)\n"
     "  --budget S       seconds per shape for the search, 0.1..3600 (default 10)\n"
     "  --reduced        search the reduced space (the one --compare enumerates)\n"
     "  --db PATH        the tuning DB (default $TILEC_TUNE_DB, else <cache dir>/tune.db)\n"
@@ -83,7 +88,11 @@ static const tl_tune_suite tl_tune_suites[] = {
       {"matmul", "bf16", "1024x1024x1024"},
       {"matmul", "bf16", "2048x2048x2048"},
       {"matmul", "int8", "1024x1024x1024"}}},
-    {"attention", "tl_attention is being written and has no config space yet", {{0}}},
+    {"attention", NULL,
+     {{"attention", "bf16", "1x8x2048x128"},
+      {"attention", "bf16", "1x8x2048x128:causal"},
+      {"attention", "bf16", "1x8x512x64:causal"},
+      {"attention", "bf16", "1x8x1x8192x128"}}},
 };
 
 /* The parsed command line. */
@@ -105,6 +114,45 @@ static tl_dtype tl_tune_dtype(const char *s) {
   if (!strcmp(s, "bf16")) return TL_BF16;
   if (!strcmp(s, "int8") || !strcmp(s, "u8")) return TL_U8;
   return TL_DTYPE_INVALID;
+}
+
+/* 1 when word is one of the space-separated words of list. */
+static int tl_tune_has_word(const char *list, const char *word) {
+  const size_t n = strlen(word);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ' ');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, word, n)) return 1;
+    p = e ? e + 1 : p + len;
+  }
+  return 0;
+}
+
+/* The kernel's default dtype: the first of its dtypes ("f32" / "bf16"). */
+static const char *tl_tune_default_dtype(const tl_tune_kernel *k) {
+  return !strncmp(k->dtypes, "bf16", 4) ? "bf16" : "f32";
+}
+
+/* Parses SHAPE[:VARIANT] for kernel k: sizes into d (at most 8), *variant 1 when the shape ends
+ * in ":<k->variant>". Returns the number of sizes, or -1 (message in err). */
+static int tl_tune_shape(const tl_tune_kernel *k, const char *shape, int64_t *d, int *variant, char *err, size_t errn) {
+  char buf[128];
+  *variant = 0;
+  if (strlen(shape) >= sizeof buf) {
+    tl_msg(err, errn, "shape '%.40s...' is too long", shape);
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", shape);
+  char *colon = strchr(buf, ':');
+  if (colon) {
+    if (!k->variant || strcmp(colon + 1, k->variant)) {
+      if (k->variant) tl_msg(err, errn, "shape '%s': %s takes ':%s' after the sizes, not ':%s'", shape, k->name, k->variant, colon + 1);
+      else tl_msg(err, errn, "shape '%s': %s takes no ':%s'", shape, k->name, colon + 1);
+      return -1;
+    }
+    *colon = 0, *variant = 1;
+  }
+  return tl_shape_parse(buf, d, 8, err, errn);
 }
 
 /* Parses argv; TL_EXIT_OK or TL_EXIT_USAGE (message printed). */
@@ -174,13 +222,17 @@ static int tl_tune_parse(int argc, char **argv, tl_tune_args *a) {
   if (a->kernel && !a->nshapes) return tl_tool_usage_error(TL_CMD, "%s: give at least one SHAPE (%s)", a->kernel->name, a->kernel->shape_syntax);
   if (a->suite && a->dtype) return tl_tool_usage_error(TL_CMD, "--dtype does not go with --suite (the suite sets each dtype)");
   if ((a->list || a->clear) && a->nshapes) return tl_tool_usage_error(TL_CMD, "unexpected argument '%s'", a->shapes[0]);
+  if (a->kernel && a->dtype && !tl_tune_has_word(a->kernel->dtypes, strcmp(a->dtype, "u8") ? a->dtype : "int8"))
+    return tl_tool_usage_error(TL_CMD, "--dtype %s: %s takes %s", a->dtype, a->kernel->name, a->kernel->dtypes);
   /* shapes are checked now, before any probe */
   for (int s = 0; s < a->nshapes; s++) {
     int64_t d[8];
     char err[256];
-    int n = tl_shape_parse(a->shapes[s], d, 8, err, sizeof err);
+    int variant = 0;
+    int n = tl_tune_shape(a->kernel, a->shapes[s], d, &variant, err, sizeof err);
     if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
-    if (n != 3) return tl_tool_usage_error(TL_CMD, "shape '%s': %s takes %s", a->shapes[s], a->kernel->name, a->kernel->shape_syntax);
+    if (n < a->kernel->min_dims || n > a->kernel->max_dims)
+      return tl_tool_usage_error(TL_CMD, "shape '%s': %s takes %s", a->shapes[s], a->kernel->name, a->kernel->shape_syntax);
   }
   return TL_EXIT_OK;
 }
@@ -217,9 +269,9 @@ static void tl_tune_probe_note(const char *note, void *arg) {
 static void tl_tune_print_row(void *arg, const tl_tune_row *r) {
   int *n = arg;
   if (!(*n)++)
-    printf("%-8s %-2s %-38s %-10s %3s  %-26s %10s %10s %6s %s\n", "kernel", "v", "key", "isa", "thr", "config", "time ms",
+    printf("%-9s %-2s %-38s %-10s %3s  %-26s %10s %10s %6s %s\n", "kernel", "v", "key", "isa", "thr", "config", "time ms",
            "heur ms", "timed", "machine");
-  printf("%-8s %-2d %-38s %-10s %3d  %-26s %10.4f %10.4f %6lld %s\n", r->kernel, r->version, r->key, r->isa, r->threads,
+  printf("%-9s %-2d %-38s %-10s %3d  %-26s %10.4f %10.4f %6lld %s\n", r->kernel, r->version, r->key, r->isa, r->threads,
          r->config, r->time_s * 1e3, r->heuristic_s * 1e3, (long long)r->timed, r->machine);
 }
 
@@ -264,10 +316,11 @@ static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j,
                        tl_tune_bar *bar) {
   int64_t d[8];
   char err[512];
-  int n = tl_shape_parse(j->shape, d, 8, err, sizeof err);
+  int variant = 0;
+  int n = tl_tune_shape(j->kernel, j->shape, d, &variant, err, sizeof err);
   tl_tune_space *sp = NULL;
   if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
-  tl_status s = j->kernel->space(ctx, d, n, tl_tune_dtype(j->dtype), a->reduced, &sp, err, sizeof err);
+  tl_status s = j->kernel->space(ctx, d, n, variant, tl_tune_dtype(j->dtype), a->reduced, &sp, err, sizeof err);
   if (s != TL_OK) return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
   snprintf(bar->what, sizeof bar->what, "%s %s %s", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape);
   tl_tune_opts o = {.budget_s = a->budget, .machine = m, .progress = tl_tune_progress, .arg = bar};
@@ -316,10 +369,11 @@ static int tl_tune_compare_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune
                                tl_tune_bar *bar) {
   int64_t d[8];
   char err[512];
-  int n = tl_shape_parse(j->shape, d, 8, err, sizeof err);
+  int variant = 0;
+  int n = tl_tune_shape(j->kernel, j->shape, d, &variant, err, sizeof err);
   tl_tune_space *sp = NULL;
   if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
-  tl_status s = j->kernel->space(ctx, d, n, tl_tune_dtype(j->dtype), 1, &sp, err, sizeof err);
+  tl_status s = j->kernel->space(ctx, d, n, variant, tl_tune_dtype(j->dtype), 1, &sp, err, sizeof err);
   if (s != TL_OK) return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
   snprintf(bar->what, sizeof bar->what, "%s %s %s", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape);
   int rc = TL_EXIT_OK;
@@ -514,7 +568,7 @@ int tl_cmd_tune(int argc, char **argv) {
     for (int r = 0; r < (int)TL_ARRAY_LEN(a.suite->rows) && a.suite->rows[r].kernel; r++)
       jobs[njobs++] = (tl_tune_job){tl_tune_kernel_find(a.suite->rows[r].kernel), a.suite->rows[r].dtype, a.suite->rows[r].shape};
   } else {
-    for (int s = 0; s < a.nshapes; s++) jobs[njobs++] = (tl_tune_job){a.kernel, a.dtype ? a.dtype : "f32", a.shapes[s]};
+    for (int s = 0; s < a.nshapes; s++) jobs[njobs++] = (tl_tune_job){a.kernel, a.dtype ? a.dtype : tl_tune_default_dtype(a.kernel), a.shapes[s]};
   }
   if (a.compare) {
     printf("tilec tune --compare: %d threads, ISA %s, machine %s; budget %.1f s per shape for the tuner\n", in.threads,

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -103,10 +104,18 @@ tl_status tl_tune_db_open(const char *path, int writable, tl_tune_db **out, char
   /* the first statement reads the header: a file that is not a database fails here */
   if (tl_tune_exec(db, "SELECT count(*) FROM sqlite_master", why, whyn) != 0) goto fail;
   if (writable) {
-    if (tl_tune_exec(db, "PRAGMA journal_mode=WAL", why, whyn) != 0 ||
-        tl_tune_exec(db, "PRAGMA synchronous=NORMAL", why, whyn) != 0 ||
-        tl_tune_exec(db, tl_tune_schema, why, whyn) != 0)
-      goto fail;
+    /* switching to WAL takes an exclusive lock, and SQLite reports SQLITE_BUSY at once (without
+     * the busy handler) when another process is doing the same switch or creating the schema:
+     * retry for up to the writer's 10 s */
+    for (int attempt = 0;; attempt++) {
+      if (tl_tune_exec(db, "PRAGMA journal_mode=WAL", why, whyn) == 0 &&
+          tl_tune_exec(db, "PRAGMA synchronous=NORMAL", why, whyn) == 0 && tl_tune_exec(db, tl_tune_schema, why, whyn) == 0)
+        break;
+      const int ec = sqlite3_errcode(db->db);
+      if ((ec != SQLITE_BUSY && ec != SQLITE_LOCKED) || attempt >= 400) goto fail;
+      usleep(25000);
+    }
+    if (why && whyn) why[0] = 0;
   }
   *out = db;
   return TL_OK;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_tune.sh — `tilec tune`: help, usage errors (exit 2, one line, nothing on stdout), a short
 # search that stores a row, --list / --clear, the DB path from --db and TILEC_TUNE_DB, a corrupt
-# or unwritable DB (exit 1 with a message, never a crash), and --suite attention being "not yet
-# available". Run by CTest as: bash test_tune.sh /path/to/tilec. Last line: "N passed, M failed".
+# or unwritable DB (exit 1 with a message, never a crash), and `tune attention` (prefill :causal
+# and decode shapes, its usage errors). Run by CTest as: bash test_tune.sh /path/to/tilec. Last
+# line: "N passed, M failed".
 # Everything lives in a temporary dir: TILEC_CACHE_DIR holds a copy of the user's probe result
 # when one exists (so no 30 s probe is needed), never the user's cache itself.
 set -u
@@ -26,8 +27,10 @@ for args in "" "matmul" "nosuch 8x8x8" "matmul 8x8" "matmul 0x8x8" "matmul 8x8x8
   run tune $args
   [ $rc -eq 2 ] && one_line_error; ok "usage error: tune $args (rc $rc)" $?
 done
-run tune --suite attention
-[ $rc -eq 2 ] && one_line_error && grep -q "not yet available" "$tmp/err"; ok "--suite attention: not yet available" $?
+for args in "attention 1x2x64" "attention 1x2x64x32:foo" "attention 1x2x64x32 --dtype int8" "matmul 8x8x8:causal"; do
+  run tune $args
+  [ $rc -eq 2 ] && one_line_error; ok "usage error: tune $args (rc $rc)" $?
+done
 
 # --- a short search stores one row per shape ---
 run tune matmul 64x48x40 40x32x24 --budget 1 --threads 1 --db "$db"
@@ -39,15 +42,21 @@ run tune matmul 64x64x64 --dtype bf16 --budget 1 --threads 1 --db "$db"
 ok "tune bf16 exits 0" $rc
 run tune matmul 64x64x128 --dtype int8 --budget 1 --threads 1 --db "$db"
 ok "tune int8 exits 0" $rc
+run tune attention 1x2x64x32:causal 1x2x1x256x32 --budget 3 --threads 1 --db "$db"
+ok "tune attention prefill (causal) and decode exits 0 (rc $rc)" $rc
+grep -q '^attention bf16 1x2x64x32:causal .*BQ=[0-9]* BK=[0-9]*' "$tmp/out" &&
+  grep -q '^attention bf16 1x2x1x256x32 .*BK=[0-9]*' "$tmp/out"; ok "attention result lines (BQ/BK; decode BK)" $?
 run tune --list --threads 1 --db "$db"
 ok "--list exits 0" $rc
-[ "$(grep -c '^matmul ' "$tmp/out")" -eq 4 ]; ok "--list shows 4 rows" $?
+[ "$(grep -c '^matmul ' "$tmp/out")" -eq 4 ]; ok "--list shows 4 matmul rows" $?
+grep -q "bf16.f32 b1 hq2 hkv2 sq64 sk64 d32 causal1 mask-" "$tmp/out" &&
+  grep -q "bf16.f32 b1 hq2 hkv2 sq1 sk256 d32 causal0 mask-" "$tmp/out"; ok "--list shows the attention keys" $?
 grep -q "f32.f32.f32 m64 n48 k40 z1" "$tmp/out" && grep -q "bf16.bf16.f32 m64 n64 k64 z1" "$tmp/out" &&
   grep -q "u8.i8.i32 m64 n64 k128 z1" "$tmp/out"; ok "--list keys name dtypes and sizes" $?
 TILEC_TUNE_DB="$db" run tune --list --all
 [ "$(grep -c '^matmul ' "$tmp/out")" -eq 4 ]; ok "TILEC_TUNE_DB names the DB" $?
 run tune --clear --db "$db"
-[ $rc -eq 0 ] && grep -q "deleted 4 tuned configs" "$tmp/out"; ok "--clear deletes this machine's rows" $?
+[ $rc -eq 0 ] && grep -q "deleted 6 tuned configs" "$tmp/out"; ok "--clear deletes this machine's rows" $?
 run tune --list --db "$db"
 grep -q "no tuned configs" "$tmp/out"; ok "--list after --clear" $?
 run tune --list --db "$tmp/none/x.db"

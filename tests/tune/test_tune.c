@@ -10,7 +10,10 @@
  *   - the search: finds the optimum of a synthetic space, times at most 15% of it, stops slow
  *     candidates early, respects its budget, searches large spaces by beam; the real matmul
  *     space respects the tile alignment (BN % 16, BK % 32 for bf16, % 64 for int8) and its
- *     winner computes the right product.
+ *     winner computes the right product;
+ *   - tl_attention: a tuned BQ/BK (prefill) or BK (decode) is the one its cached plan uses, with a
+ *     right result against float64; a misaligned (BQ 24) or refused config falls back with a
+ *     warning; TILEC_TUNE=0 ignores the DB; the attention space's candidates are aligned.
  * Everything lives in a temporary directory; the user's cache is never touched. */
 #include <errno.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/attention_impl.h"
 #include "kernels/matmul_impl.h"
 #include "kernels/tune_kernels.h"
 #include "test_util.h"
@@ -600,16 +604,16 @@ static void test_matmul_space(void) {
   char err[256];
   tl_tune_space *sp = NULL;
   const int64_t bad[2] = {4, 4};
-  CHECK(k->space(ctx, bad, 2, TL_F32, 0, &sp, err, sizeof err) == TL_ERR_SHAPE && !sp, "2 sizes refused");
+  CHECK(k->space(ctx, bad, 2, 0, TL_F32, 0, &sp, err, sizeof err) == TL_ERR_SHAPE && !sp, "2 sizes refused");
   const int64_t huge[3] = {(int64_t)1 << 20, (int64_t)1 << 20, 4};
-  CHECK(k->space(ctx, huge, 3, TL_F32, 0, &sp, err, sizeof err) == TL_ERR_SHAPE && !sp, "huge refused: %s", err);
-  CHECK(k->space(ctx, bad, 3, TL_I32, 0, &sp, err, sizeof err) != TL_OK && !sp, "i32 refused");
+  CHECK(k->space(ctx, huge, 3, 0, TL_F32, 0, &sp, err, sizeof err) == TL_ERR_SHAPE && !sp, "huge refused: %s", err);
+  CHECK(k->space(ctx, bad, 3, 0, TL_I32, 0, &sp, err, sizeof err) != TL_OK && !sp, "i32 refused");
   /* alignment of the candidate values */
   const tl_dtype dts[2] = {TL_BF16, TL_U8};
   const int64_t grain[2] = {32, 64};
   for (int d = 0; d < 2; d++) {
     const int64_t dims[3] = {200, 300, 500};
-    REQUIRE(k->space(ctx, dims, 3, dts[d], 0, &sp, err, sizeof err) == TL_OK, "space: %s", err);
+    REQUIRE(k->space(ctx, dims, 3, 0, dts[d], 0, &sp, err, sizeof err) == TL_OK, "space: %s", err);
     for (int v = 0; v < sp->params[1].nvalues; v++)
       CHECK(sp->params[1].values[v] % 16 == 0, "BN %lld", (long long)sp->params[1].values[v]);
     for (int v = 0; v < sp->params[2].nvalues; v++)
@@ -624,7 +628,7 @@ static void test_matmul_space(void) {
   }
   /* a small real search; its winner stored and used by tl_matmul gives the right product */
   const int64_t dims[3] = {96, 80, 72};
-  REQUIRE(k->space(ctx, dims, 3, TL_F32, 0, &sp, err, sizeof err) == TL_OK, "space: %s", err);
+  REQUIRE(k->space(ctx, dims, 3, 0, TL_F32, 0, &sp, err, sizeof err) == TL_OK, "space: %s", err);
   tl_machine m;
   fake_machine(&m);
   tl_tune_opts o = {.budget_s = 1.5, .machine = &m, .min_rep_s = 0.002};
@@ -662,6 +666,186 @@ static void test_matmul_space(void) {
   tl_ctx_free(ctx);
 }
 
+/* ---- tl_attention and the DB ---- */
+
+typedef struct at_case {
+  float *q, *k, *v, *o;
+  tl_tensor tq, tk, tv, to;
+  int64_t B, H, Sq, Sk, D;
+  int causal;
+} at_case;
+
+static void at_make(at_case *c, int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, int causal) {
+  c->B = B, c->H = H, c->Sq = Sq, c->Sk = Sk, c->D = D, c->causal = causal;
+  const int64_t nq = B * H * Sq * D, nk = B * H * Sk * D;
+  c->q = malloc(sizeof(float) * nq), c->o = malloc(sizeof(float) * nq);
+  c->k = malloc(sizeof(float) * nk), c->v = malloc(sizeof(float) * nk);
+  test_rng r = {91};
+  for (int64_t i = 0; i < nq; i++) c->q[i] = (float)test_rng_uniform(&r, -1, 1);
+  for (int64_t i = 0; i < nk; i++) c->k[i] = (float)test_rng_uniform(&r, -1, 1), c->v[i] = (float)test_rng_uniform(&r, -1, 1);
+  int64_t sq[4] = {B, H, Sq, D}, sk[4] = {B, H, Sk, D};
+  c->tq = tl_tensor_make(c->q, TL_F32, 4, sq), c->to = tl_tensor_make(c->o, TL_F32, 4, sq);
+  c->tk = tl_tensor_make(c->k, TL_F32, 4, sk), c->tv = tl_tensor_make(c->v, TL_F32, 4, sk);
+}
+
+static void at_free(at_case *c) { free(c->q), free(c->k), free(c->v), free(c->o); }
+
+/* Relative error of tl_attention (o poisoned first) against float64 attention. */
+static double at_run_err(tl_ctx *ctx, at_case *c, tl_status *s) {
+  const int64_t D = c->D, Sq = c->Sq, Sk = c->Sk;
+  for (int64_t i = 0; i < c->B * c->H * Sq * D; i++) c->o[i] = NAN;
+  tl_attention_opts op = TL_ATTENTION_OPTS_INIT;
+  op.causal = c->causal;
+  *s = tl_attention(ctx, &c->tq, &c->tk, &c->tv, &c->to, &op);
+  double num = 0, den = 0, p[512], acc[128];
+  for (int64_t bh = 0; bh < c->B * c->H; bh++)
+    for (int64_t i = 0; i < Sq; i++) {
+      const float *qr = c->q + (bh * Sq + i) * D;
+      const int64_t last = c->causal ? i + Sk - Sq : Sk - 1; /* bottom-right aligned */
+      double mx = -INFINITY, l = 0;
+      for (int64_t j = 0; j <= last && j < Sk; j++) {
+        double d = 0;
+        for (int64_t x = 0; x < D; x++) d += (double)qr[x] * c->k[(bh * Sk + j) * D + x];
+        p[j] = d / sqrt((double)D);
+        if (p[j] > mx) mx = p[j];
+      }
+      for (int64_t x = 0; x < D; x++) acc[x] = 0;
+      for (int64_t j = 0; j <= last && j < Sk; j++) {
+        const double e = exp(p[j] - mx);
+        l += e;
+        for (int64_t x = 0; x < D; x++) acc[x] += e * c->v[(bh * Sk + j) * D + x];
+      }
+      for (int64_t x = 0; x < D; x++) {
+        const double ref = l > 0 ? acc[x] / l : 0, got = c->o[(bh * Sq + i) * D + x];
+        num += (got - ref) * (got - ref), den += ref * ref;
+      }
+    }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void put_at_row(const char *path, tl_ctx *ctx, const at_case *c, const char *cfg) {
+  char why[256], key[TL_TUNE_KEY_MAX];
+  tl_attn_tune_key(&c->tq, &c->tk, &c->to, TL_DTYPE_INVALID, c->causal, key, sizeof key);
+  tl_tune_db *db = NULL;
+  if (tl_tune_db_open(path, 1, &db, why, sizeof why) != TL_OK) {
+    CHECK(0, "open %s: %s", path, why);
+    return;
+  }
+  tl_tune_row r;
+  tl_tune_row_key(ctx, "attention", TL_ATTN_TUNE_VERSION, key, &r);
+  snprintf(r.config, sizeof r.config, "%s", cfg);
+  CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
+  tl_tune_db_close(db);
+}
+
+/* A fresh context on path runs c: returns its error and what the cached plan used (in *last). */
+static double at_run_fresh(const char *path, int tune, at_case *c, tl_attn_last *last, char *warn, size_t wn) {
+  tl_ctx *ctx = new_ctx(2, path, tune);
+  if (!ctx) return INFINITY;
+  tl_status s;
+  double err = at_run_err(ctx, c, &s);
+  if (s != TL_OK) err = INFINITY, fprintf(stderr, "tl_attention: %s\n", tl_ctx_error(ctx));
+  tl_attn_last_get(ctx, last);
+  snprintf(warn, wn, "%s", tl_ctx_warning(ctx));
+  tl_ctx_free(ctx);
+  return err;
+}
+
+static void test_attention_tuned(void) {
+  char path[512], warn[512], key[TL_TUNE_KEY_MAX];
+  tpath(path, sizeof path, "attn.db");
+  remove_db(path);
+  at_case c;
+  at_make(&c, 1, 2, 40, 72, 32, 0);
+  tl_attn_tune_key(&c.tq, &c.tk, &c.to, TL_DTYPE_INVALID, 0, key, sizeof key);
+  CHECK(!strcmp(key, "f32.f32 b1 hq2 hkv2 sq40 sk72 d32 causal0 mask-"), "key '%s'", key);
+  tl_attn_last heur, last;
+  double err = at_run_fresh(path, 0, &c, &heur, warn, sizeof warn);
+  CHECK(err < 1e-4 && !warn[0], "untuned: err %g, warning '%s'", err, warn);
+  CHECK(heur.bq == 48 && heur.bk == 128, "heuristic blocks %lld %lld", (long long)heur.bq, (long long)heur.bk);
+  tl_ctx *ctx = new_ctx(2, path, 0);
+  REQUIRE(ctx, "ctx");
+  put_at_row(path, ctx, &c, "BQ=16 BK=32");
+  tl_ctx_free(ctx);
+  err = at_run_fresh(path, 0, &c, &last, warn, sizeof warn);
+  CHECK(err < 1e-4 && !warn[0], "tuned: err %g, warning '%s'", err, warn);
+  CHECK(last.bq == 16 && last.bk == 32 && last.plans_made == 1, "the cached plan uses BQ=16 BK=32: %lld %lld",
+        (long long)last.bq, (long long)last.bk);
+  /* TILEC_TUNE=0 ignores the DB */
+  setenv("TILEC_TUNE", "0", 1);
+  err = at_run_fresh(path, 0, &c, &last, warn, sizeof warn);
+  unsetenv("TILEC_TUNE");
+  CHECK(err < 1e-4 && !warn[0] && last.bq == heur.bq && last.bk == heur.bk, "TILEC_TUNE=0: heuristic %lld %lld, err %g",
+        (long long)last.bq, (long long)last.bk, err);
+  /* a misaligned row (BQ 24) is not applied: the heuristic, a right result, a warning */
+  ctx = new_ctx(2, path, 0);
+  put_at_row(path, ctx, &c, "BQ=24 BK=32");
+  tl_ctx_free(ctx);
+  err = at_run_fresh(path, 0, &c, &last, warn, sizeof warn);
+  CHECK(err < 1e-4 && last.bq == heur.bq && last.bk == heur.bk, "misaligned: heuristic %lld %lld, err %g",
+        (long long)last.bq, (long long)last.bk, err);
+  CHECK(strstr(warn, "tile alignment") != NULL, "misaligned warning: '%s'", warn);
+  /* a row the staging budget refuses: the heuristic with a warning */
+  ctx = new_ctx(2, path, 0);
+  put_at_row(path, ctx, &c, "BQ=16 BK=1048576");
+  tl_ctx_free(ctx);
+  err = at_run_fresh(path, 0, &c, &last, warn, sizeof warn);
+  CHECK(err < 1e-4 && last.bq == heur.bq && last.bk == heur.bk, "refused: heuristic %lld %lld, err %g", (long long)last.bq,
+        (long long)last.bk, err);
+  CHECK(strstr(warn, "refused") != NULL, "refused warning: '%s'", warn);
+  at_free(&c);
+  /* causal prefill and decode (BK only) */
+  at_make(&c, 1, 2, 33, 50, 32, 1);
+  ctx = new_ctx(2, path, 0);
+  put_at_row(path, ctx, &c, "BQ=32 BK=16");
+  tl_ctx_free(ctx);
+  err = at_run_fresh(path, 0, &c, &last, warn, sizeof warn);
+  CHECK(err < 1e-4 && !warn[0] && last.bq == 32 && last.bk == 16, "causal tuned %lld %lld, err %g, '%s'", (long long)last.bq,
+        (long long)last.bk, err, warn);
+  at_free(&c);
+  at_make(&c, 1, 2, 1, 200, 32, 0);
+  err = at_run_fresh(path, 0, &c, &heur, warn, sizeof warn);
+  ctx = new_ctx(2, path, 0);
+  put_at_row(path, ctx, &c, "BK=32");
+  tl_ctx_free(ctx);
+  err = at_run_fresh(path, 0, &c, &last, warn, sizeof warn);
+  CHECK(err < 1e-4 && !warn[0] && last.decode && last.bk == 32 && heur.bk != 32, "decode tuned BK %lld (heuristic %lld), err %g",
+        (long long)last.bk, (long long)heur.bk, err);
+  at_free(&c);
+}
+
+/* The attention space: aligned candidates, the heuristic among them, and a search whose winner
+ * tl_attention then uses. */
+static void test_attention_space(void) {
+  const tl_tune_kernel *k = tl_tune_kernel_find("attention");
+  REQUIRE(k, "attention is tunable");
+  tl_ctx *ctx = new_ctx(1, NULL, -1);
+  REQUIRE(ctx, "ctx");
+  char err[256];
+  tl_tune_space *sp = NULL;
+  const int64_t bad[3] = {1, 2, 3}, pre[4] = {1, 2, 100, 32}, dec[5] = {1, 2, 1, 300, 32};
+  CHECK(k->space(ctx, bad, 3, 0, TL_BF16, 0, &sp, err, sizeof err) == TL_ERR_SHAPE && !sp, "3 sizes refused");
+  CHECK(k->space(ctx, pre, 4, 0, TL_U8, 0, &sp, err, sizeof err) == TL_ERR_DTYPE && !sp, "int8 refused");
+  for (int t = 0; t < 2; t++) {
+    REQUIRE(k->space(ctx, t ? dec : pre, t ? 5 : 4, 1 - t, t ? TL_F32 : TL_BF16, 0, &sp, err, sizeof err) == TL_OK,
+            "space: %s", err);
+    CHECK(sp->nparams == (t ? 1 : 2), "%s: %d params", sp->key, sp->nparams);
+    CHECK(!strcmp(sp->key, t ? "f32.f32 b1 hq2 hkv2 sq1 sk300 d32 causal0 mask-" : "bf16.f32 b1 hq2 hkv2 sq100 sk100 d32 causal1 mask-"),
+          "key '%s'", sp->key);
+    for (int p = 0; p < sp->nparams; p++) {
+      int have = 0;
+      for (int i = 0; i < sp->params[p].nvalues; i++) {
+        CHECK(sp->params[p].values[i] % 16 == 0, "%s %s=%lld aligned", sp->key, sp->params[p].name, (long long)sp->params[p].values[i]);
+        have |= sp->params[p].values[i] == sp->heuristic[p];
+      }
+      CHECK(have, "%s: the heuristic's %s is a candidate", sp->key, sp->params[p].name);
+    }
+    tl_tune_space_free(sp);
+    sp = NULL;
+  }
+  tl_ctx_free(ctx);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/tilec-test-tune-XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -677,6 +861,8 @@ int main(void) {
   RUN(test_corrupt_db);
   RUN(test_search_synthetic);
   RUN(test_matmul_space);
+  RUN(test_attention_tuned);
+  RUN(test_attention_space);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
