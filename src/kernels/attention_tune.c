@@ -73,36 +73,6 @@ static void tl_attn_tune_release(void *user, void *cand) {
   tl_attn_cand_free(cand);
 }
 
-/* Sets param p to the values of list (n of them) that are at most cap, plus extra (the
- * heuristic's value), ascending and without repeats; at least one value. */
-static void tl_attn_tune_values(tl_tune_param *p, const char *name, const int64_t *list, int n, int64_t cap, int64_t extra) {
-  snprintf(p->name, sizeof p->name, "%s", name);
-  p->nvalues = 0;
-  for (int i = 0; i < n; i++)
-    if (list[i] <= cap || !p->nvalues) p->values[p->nvalues++] = list[i];
-  int have = 0;
-  for (int i = 0; i < p->nvalues; i++) have |= p->values[i] == extra;
-  if (!have && extra > 0) {
-    int i = p->nvalues++;
-    while (i > 0 && p->values[i - 1] > extra) p->values[i] = p->values[i - 1], i--;
-    p->values[i] = extra;
-  }
-}
-
-/* n random values in [-1, 1) of dt (f32 or bf16), deterministic from seed; NULL when out of memory. */
-static void *tl_attn_tune_buf(tl_dtype dt, int64_t n, uint64_t seed) {
-  void *p = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * tl_dtype_size(dt));
-  if (!p) return NULL;
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (int64_t i = 0; i < n; i++) {
-    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-    const float f = (float)((double)((x * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1);
-    if (dt == TL_BF16) ((uint16_t *)p)[i] = tl_f32_to_bf16(f);
-    else ((float *)p)[i] = f;
-  }
-  return p;
-}
-
 /* See tune_kernels.h. */
 tl_status tl_attn_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype dt, int reduced,
                                  tl_tune_space **out, char *err, size_t errn) {
@@ -131,10 +101,10 @@ tl_status tl_attn_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, in
   tl_attn_cand *heur = NULL;
   if (!sp || !u) goto fail;
   u->ctx = ctx, u->causal = variant != 0;
-  u->bufs[0] = tl_attn_tune_buf(dt, nq, 21);
-  u->bufs[1] = tl_attn_tune_buf(dt, nk, 22);
-  u->bufs[2] = tl_attn_tune_buf(dt, nk, 23);
-  u->bufs[3] = tl_attn_tune_buf(TL_F32, nq, 24);
+  u->bufs[0] = tl_tune_kernel_buf(dt, nq, 21);
+  u->bufs[1] = tl_tune_kernel_buf(dt, nk, 22);
+  u->bufs[2] = tl_tune_kernel_buf(dt, nk, 23);
+  u->bufs[3] = tl_tune_kernel_buf(TL_F32, nq, 24);
   if (!u->bufs[0] || !u->bufs[1] || !u->bufs[2] || !u->bufs[3]) goto fail;
   const int64_t sq[4] = {B, H, Sq, D}, sk[4] = {B, H, Sk, D};
   u->q = tl_tensor_make(u->bufs[0], dt, 4, sq);
@@ -159,12 +129,12 @@ tl_status tl_attn_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, in
   if (u->decode) {
     sp->nparams = 1;
     sp->heuristic[0] = hd.bk;
-    tl_attn_tune_values(&sp->params[0], "BK", bk_list, 5, bkcap, hd.bk);
+    tl_tune_kernel_values(&sp->params[0], "BK", bk_list, 5, bkcap, hd.bk);
   } else {
     sp->nparams = 2;
     sp->heuristic[0] = hd.bq, sp->heuristic[1] = hd.bk;
-    tl_attn_tune_values(&sp->params[0], "BQ", bq_list, 5, bqcap, hd.bq);
-    tl_attn_tune_values(&sp->params[1], "BK", bk_list, 5, bkcap, hd.bk);
+    tl_tune_kernel_values(&sp->params[0], "BQ", bq_list, 5, bqcap, hd.bq);
+    tl_tune_kernel_values(&sp->params[1], "BK", bk_list, 5, bkcap, hd.bk);
   }
   sp->user = u;
   sp->valid = tl_attn_tune_valid;

@@ -109,42 +109,6 @@ static int tl_mm_tune_run(void *user, void *cand) {
   return tl_plan_run(c->plan, c->bd.tin, c->bd.tout) != TL_OK;
 }
 
-/* Sets param p to the values of list (n of them) that are at most cap, plus extra (the
- * heuristic's value), ascending and without repeats; at least one value (cap itself when no
- * list value fits). */
-static void tl_mm_tune_values(tl_tune_param *p, const char *name, const int64_t *list, int n, int64_t cap, int64_t extra) {
-  snprintf(p->name, sizeof p->name, "%s", name);
-  p->nvalues = 0;
-  for (int i = 0; i < n && p->nvalues < TL_TUNE_MAX_VALUES - 1; i++)
-    if (list[i] <= cap) p->values[p->nvalues++] = list[i];
-  if (!p->nvalues) p->values[p->nvalues++] = cap;
-  int have = 0;
-  for (int i = 0; i < p->nvalues; i++) have |= p->values[i] == extra;
-  if (!have && extra > 0) {
-    int i = p->nvalues++;
-    while (i > 0 && p->values[i - 1] > extra) p->values[i] = p->values[i - 1], i--;
-    p->values[i] = extra;
-  }
-}
-
-/* Fills a buffer of n elements of dt with random values (f32 in [-1, 1), bf16 of those, int8
- * small integers); NULL when out of memory. */
-static void *tl_mm_tune_buf(tl_dtype dt, int64_t n, uint64_t seed) {
-  void *p = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * tl_dtype_size(dt));
-  if (!p) return NULL;
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (int64_t i = 0; i < n; i++) {
-    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-    const float f = (float)((double)((x * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1);
-    if (dt == TL_F32) ((float *)p)[i] = f;
-    else if (dt == TL_BF16) ((uint16_t *)p)[i] = tl_f32_to_bf16(f);
-    else if (dt == TL_I8) ((int8_t *)p)[i] = (int8_t)(f * 100);
-    else if (dt == TL_U8) ((uint8_t *)p)[i] = (uint8_t)(f * 100 + 100);
-    else ((float *)p)[i] = 0;
-  }
-  return p;
-}
-
 /* See tune_kernels.h. */
 tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype da, int reduced,
                                tl_tune_space **out, char *err, size_t errn) {
@@ -173,9 +137,9 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
   u->ctx = ctx, u->M = M, u->N = N, u->K = K, u->da = da;
   u->gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
   const tl_dtype db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
-  u->bufs[0] = tl_mm_tune_buf(da, M * K, 1);
-  u->bufs[1] = tl_mm_tune_buf(db, K * N, 2);
-  u->bufs[2] = tl_mm_tune_buf(dc, M * N, 3);
+  u->bufs[0] = tl_tune_kernel_buf(da, M * K, 1);
+  u->bufs[1] = tl_tune_kernel_buf(db, K * N, 2);
+  u->bufs[2] = tl_tune_kernel_buf(dc, M * N, 3);
   if (!u->bufs[0] || !u->bufs[1] || !u->bufs[2]) goto fail;
   int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
   u->a = tl_tensor_make(u->bufs[0], da, 2, sa);
@@ -209,14 +173,14 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
   static const int64_t bk_full[] = {32, 64, 128, 256, 512, 1024, 2048};
   static const int64_t bm_red[] = {16, 32, 64, 128, 256}, bn_red[] = {32, 64, 128, 256, 512};
   const int64_t mcap = M < 8 ? M : TL_CDIV(M, 8) * 8, ncap = TL_CDIV(N, 16) * 16, kcap = TL_CDIV(K, u->gk) * u->gk;
-  tl_mm_tune_values(&sp->params[0], "BM", reduced ? bm_red : bm_full, reduced ? 5 : 9, mcap, heur.run.BM);
-  tl_mm_tune_values(&sp->params[1], "BN", reduced ? bn_red : bn_full, reduced ? 5 : 10, ncap, heur.run.BN);
+  tl_tune_kernel_values(&sp->params[0], "BM", reduced ? bm_red : bm_full, reduced ? 5 : 9, mcap, heur.run.BM);
+  tl_tune_kernel_values(&sp->params[1], "BN", reduced ? bn_red : bn_full, reduced ? 5 : 10, ncap, heur.run.BN);
   int64_t bkl[8];
   int nbk = 0;
   for (int i = 0; i < (int)TL_ARRAY_LEN(bk_full); i++)
     if (bk_full[i] % u->gk == 0 && (!reduced || (bk_full[i] >= 64 && bk_full[i] <= 1024))) bkl[nbk++] = bk_full[i];
   if (heur.run.packed) bkl[0] = heur.run.BK, nbk = 1; /* a packed b's K block is its tile row */
-  tl_mm_tune_values(&sp->params[2], "BK", bkl, nbk, kcap, heur.run.BK);
+  tl_tune_kernel_values(&sp->params[2], "BK", bkl, nbk, kcap, heur.run.BK);
   sp->user = u;
   sp->valid = tl_mm_tune_valid;
   sp->build = tl_mm_tune_build;

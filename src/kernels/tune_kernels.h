@@ -30,4 +30,12 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
 tl_status tl_attn_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype dt, int reduced,
                                  tl_tune_space **out, char *err, size_t errn);
 
+/* Helpers for the space constructors (tune_kernels.c). Sets param p to the values of list (n of
+ * them) that are at most cap, plus extra (the heuristic's value), ascending and without repeats;
+ * cap itself when no list value fits. */
+void tl_tune_kernel_values(tl_tune_param *p, const char *name, const int64_t *list, int n, int64_t cap, int64_t extra);
+/* n random values of dt (f32 in [-1, 1), bf16 of those, i8 / u8 small integers), deterministic
+ * from seed; NULL when out of memory. */
+void *tl_tune_kernel_buf(tl_dtype dt, int64_t n, uint64_t seed);
+
 #endif /* TL_TUNE_KERNELS_H */
