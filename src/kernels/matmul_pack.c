@@ -121,12 +121,15 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
 
 /* Rows of a sharing b from which packing b per call pays (see docs/matmul.md, "Measured"). */
 #define TL_MM_AUTOPACK_ROWS 256
+/* ... and from this many elements of b (256 KiB of f32). */
+#define TL_MM_AUTOPACK_ELEMS ((int64_t)1 << 16)
 
 /* See matmul_impl.h. */
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
   if (a->dtype != TL_F32 || b->dtype != TL_F32 || b->layout.tiled || b->ndim != 2) return 0;
   const int64_t K = b->shape[0], N = b->shape[1];
-  return K >= 16 && N >= 32 && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
+  /* a small b stays in cache anyway, and the pack kernel's own plan costs tens of microseconds */
+  return K >= 16 && N >= 32 && K * N >= TL_MM_AUTOPACK_ELEMS && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
 }
 
 int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed) {

@@ -331,10 +331,10 @@ static void test_tuned_config_used(void) {
   mm_free(&m);
   /* a DB row that breaks the tile alignment (BN 24 where b is packed per call in 16-column tiles)
    * is not applied: the heuristic's blocks, a right result and a warning (it read wrong tiles) */
-  mm_make(&m, 256, 64, 64);
+  mm_make(&m, 256, 256, 256);
   ctx = new_ctx(2, path, 0);
   REQUIRE(ctx, "ctx");
-  put_mm_row(path, ctx, "f32.f32.f32 m256 n64 k64 z1 packed", "BM=64 BN=24 BK=64", NULL, 0, NULL, TL_MM_TUNE_VERSION);
+  put_mm_row(path, ctx, "f32.f32.f32 m256 n256 k256 z1 packed", "BM=64 BN=24 BK=256", NULL, 0, NULL, TL_MM_TUNE_VERSION);
   tl_ctx_free(ctx);
   ctx = new_ctx(2, path, 0);
   REQUIRE(ctx, "ctx");
