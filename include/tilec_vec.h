@@ -60,10 +60,12 @@ static inline tl_vf32 tl_vf32_copysign(tl_vf32 mag, tl_vf32 sgn) {
   return (tl_vf32)(((tl_vi32)mag & 0x7fffffff) | ((tl_vi32)sgn & (int32_t)0x80000000u));
 }
 
-/* e^r for |r| <= ~0.35 (degree-7 Taylor; truncation < 6e-9 relative) times 2^n, n an integer
- * in [-150, 128] held in floats; 2^n is applied in two halves so that results below 2^-126 are
+/* tl_vf32_exp_poly_(r): e^r for |r| <= ~0.35 (degree-7 Taylor; truncation < 6e-9 relative),
+ * always inlined (the fused row kernels build their exp on it). tl_vf32_ldexp_(p, n): p times
+ * 2^n, n an integer in [-150, 128] held in floats (also always inlined); tl_vf32_exp_scale_: the
+ * two together; 2^n is applied in two halves so that results below 2^-126 are
  * rounded once and n = 128 still overflows to inf. */
-static inline tl_vf32 tl_vf32_exp_scale_(tl_vf32 r, tl_vf32 n) {
+static inline __attribute__((always_inline)) tl_vf32 tl_vf32_exp_poly_(tl_vf32 r) {
   tl_vf32 p = tl_vf32_splat(1.0f / 5040.0f);
   p = p * r + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
@@ -71,12 +73,15 @@ static inline tl_vf32 tl_vf32_exp_scale_(tl_vf32 r, tl_vf32 n) {
   p = p * r + 1.0f / 6.0f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  return p * r + 1.0f;
+}
+static inline __attribute__((always_inline)) tl_vf32 tl_vf32_ldexp_(tl_vf32 p, tl_vf32 n) {
   tl_vi32 ni = __builtin_convertvector(n, tl_vi32);
   tl_vi32 n1 = ni >> 1, n2 = ni - n1;
   tl_vf32 s1 = (tl_vf32)((n1 + 127) << 23), s2 = (tl_vf32)((n2 + 127) << 23);
   return p * s1 * s2;
 }
+static inline tl_vf32 tl_vf32_exp_scale_(tl_vf32 r, tl_vf32 n) { return tl_vf32_ldexp_(tl_vf32_exp_poly_(r), n); }
 
 /* e^(hi + lo) where hi and lo are already clamped to [-104, 89] together, hi is such that
  * hi - n*0.693359375 is exact (hi a float with <= 24 significant bits of magnitude < 128) and

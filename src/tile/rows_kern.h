@@ -52,7 +52,7 @@
 #endif
 
 #ifndef TL_RK_LDEXP
-#define TL_RK_LDEXP(p, n) tl_rk_ldexp_((p), (n))
+#define TL_RK_LDEXP(p, n) tl_vf32_ldexp_((p), (n))
 #endif
 
 #ifndef TL_RK_MAXPS
@@ -147,18 +147,10 @@ TL_RK_AI tl_vi32 tl_rk_lanes(int64_t m) {
   return iota < (int32_t)m;
 }
 
-/* p * 2^n in two halves, so that results below 2^-126 are rounded once and n = 128 still
- * overflows (tilec_vec.h's tl_vf32_exp_scale_). */
-TL_RK_AI tl_vf32 tl_rk_ldexp_(tl_vf32 p, tl_vf32 n) {
-  tl_vi32 ni = __builtin_convertvector(n, tl_vi32);
-  tl_vi32 n1 = ni >> 1, n2 = ni - n1;
-  tl_vf32 s1 = (tl_vf32)((n1 + 127) << 23), s2 = (tl_vf32)((n2 + 127) << 23);
-  return p * s1 * s2;
-}
 
-/* e^x, bit for bit tl_vf32_exp (tilec_vec.h: the same reduction and polynomial), restated so it
- * is always inlined: GCC keeps tilec_vec.h's version out of line in the baseline and AVX2
- * instances, where a call passes each 64-byte vector through memory. */
+/* e^x, bit for bit tl_vf32_exp (the same reduction, tilec_vec.h's always-inlined polynomial and
+ * scaling), wrapped so it is always inlined: GCC keeps tl_vf32_exp out of line in the baseline and
+ * AVX2 instances, where a call passes each 64-byte vector through memory. */
 TL_RK_AI tl_vf32 tl_rk_exp(tl_vf32 x) {
   x = TL_RK_MINPS(tl_vf32_splat(89.0f), x); /* NaN: the second operand, x */
   x = TL_RK_MAXPS(tl_vf32_splat(-104.0f), x);
@@ -166,15 +158,7 @@ TL_RK_AI tl_vf32 tl_rk_exp(tl_vf32 x) {
   tl_vf32 n = (x * 1.44269504088896341f + magic) - magic;
   tl_vf32 r = x - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
-  tl_vf32 p = tl_vf32_splat(1.0f / 5040.0f);
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  return TL_RK_LDEXP(p, n);
+  return TL_RK_LDEXP(tl_vf32_exp_poly_(r), n);
 }
 
 /* max(acc, v) per lane; a NaN in v is ignored (acc kept). */
