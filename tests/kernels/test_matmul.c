@@ -7,6 +7,7 @@
 #include <tilec.h>
 
 #include "test_util.h"
+#include "test_isa.h"
 
 #define TL_ARRAY_LEN_T(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -416,17 +417,12 @@ static void test_refusals(void) {
 
 
 int main(void) {
-  static const char *isas[] = {"scalar", "avx2", "avx512", "avx512bf16"};
-  tl_cpu_info cpu;
-  tl_cpu_detect(&cpu);
-  for (int i = 0; i < 4; i++) {
-    if ((int)cpu.isa_max < i) break;
-    tl_ctx_opts opts = {.isa = isas[i]};
+  for (int i = 0; (g_isa = test_isa_level(i)) != NULL; i++) {
+    tl_ctx_opts opts = {.isa = g_isa};
     if (tl_ctx_new(&opts, &g_ctx) != TL_OK) {
-      CHECK(0, "tl_ctx_new(%s): %s", isas[i], tl_last_error());
+      CHECK(0, "tl_ctx_new(%s): %s", g_isa, tl_last_error());
       continue;
     }
-    g_isa = isas[i];
     fprintf(stderr, "isa %s\n", g_isa);
     RUN(test_shapes);
     RUN(test_batch);

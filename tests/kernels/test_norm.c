@@ -8,6 +8,7 @@
  * (||y - ref|| / ||ref||): f32 out 1e-5, bf16 out 5e-3 (measured maxima in docs/norms.md). */
 #include "kernels/norm_impl.h"
 #include "norm_test_util.h"
+#include "test_isa.h"
 
 static tl_ctx *g_ctx, *g_small;
 static const char *g_isa;
@@ -267,18 +268,13 @@ static void test_refusals_and_zero(void) {
 }
 
 int main(void) {
-  static const char *isas[] = {"scalar", "avx2", "avx512", "avx512bf16"};
-  tl_cpu_info cpu;
-  tl_cpu_detect(&cpu);
-  for (int i = 0; i < 4; i++) {
-    if ((int)cpu.isa_max < i) break;
-    tl_ctx_opts opts = {.isa = isas[i], .threads = 2};
-    tl_ctx_opts small = {.isa = isas[i], .threads = 2, .vmem_bytes = 4096};
+  for (int i = 0; (g_isa = test_isa_level(i)) != NULL; i++) {
+    tl_ctx_opts opts = {.isa = g_isa, .threads = 2};
+    tl_ctx_opts small = {.isa = g_isa, .threads = 2, .vmem_bytes = 4096};
     if (tl_ctx_new(&opts, &g_ctx) != TL_OK || tl_ctx_new(&small, &g_small) != TL_OK) {
-      CHECK(0, "tl_ctx_new(%s): %s", isas[i], tl_last_error());
+      CHECK(0, "tl_ctx_new(%s): %s", g_isa, tl_last_error());
       break;
     }
-    g_isa = isas[i];
     fprintf(stderr, "isa %s\n", g_isa);
     RUN(test_shapes);
     RUN(test_gamma_beta);
