@@ -83,7 +83,9 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
 
 typedef struct tl_mm_pbuf {
   void *buf;
-  size_t cap; /* bytes */
+  size_t cap;      /* bytes */
+  tl_plan *plan;   /* the pack kernel's plan for the b below (the context frees plans itself) */
+  int64_t K, N, rs, cs;
 } tl_mm_pbuf;
 
 static void tl_mm_pbuf_free(void *state) {
@@ -128,7 +130,7 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
   if (a->dtype != TL_F32 || b->dtype != TL_F32 || b->layout.tiled || b->ndim != 2) return 0;
   const int64_t K = b->shape[0], N = b->shape[1];
-  /* a small b stays in cache anyway, and the pack kernel's own plan costs tens of microseconds */
+  /* a small b stays in cache anyway, and packing it is a kernel run of its own per call */
   return K >= 16 && N >= 32 && K * N >= TL_MM_AUTOPACK_ELEMS && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
 }
 
@@ -161,7 +163,14 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
   const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2,
                        .grid = {nkt, TL_CDIV(ntc, TL_MM_PACK_TILES)}, .sem = {TL_PARALLEL, TL_PARALLEL},
                        .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1]};
-  if (tl_call(ctx, &k, b, &tiles) != TL_OK) return 0; /* (a budget too small for a tile row) */
+  /* the plan depends on b's shape and strides only: made once, rerun on each call's data */
+  if (!pb->plan || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1]) {
+    tl_plan_free(pb->plan);
+    pb->plan = NULL;
+    if (tl_plan_new(ctx, &k, b, &tiles, &pb->plan) != TL_OK) return 0; /* (a budget too small for a tile row) */
+    pb->K = K, pb->N = N, pb->rs = b->stride[0], pb->cs = b->stride[1];
+  }
+  if (tl_plan_run(pb->plan, b, &tiles) != TL_OK) return 0;
   const tl_layout lay = {.tiled = 1, .vnni = 1, .tile_r = (uint16_t)tr, .tile_c = 16};
   *packed = tl_tensor_make_tiled(pb->buf, TL_F32, 2, shape, lay);
   return 1;
