@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../runtime/plan_impl.h"
 #include "matmul_impl.h"
 
 /* Frees what tl_matmul_pack_b allocated (tl_aligned_alloc). NULL is a no-op. */
@@ -71,21 +72,25 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   return TL_OK;
 }
 
-/* ---- packing b inside a call (f32, many rows of a) ----
+/* ---- packing b inside a call (many rows of a) ----
  *
  * A row-major f32 b read in place puts consecutive rows of a panel a row stride apart (for
- * power-of-two N, in the same L1 sets), and the dot stages each panel again for every M block.
- * When enough rows of a share b, tl_matmul packs b once into the layout tl_matmul_pack_b makes,
- * with a parallel grid kernel, into a buffer the context keeps (a slot), and runs the packed
- * plan. The kernel sees the packed storage as a row-major [K tiles, N tiles, tile_r * 16] tensor
- * (one row per tile), so its output blocks are plain row-major blocks; every element of every
- * tile is written (padding zero). */
+ * power-of-two N, in the same L1 sets), and the dot stages each panel again for every M block;
+ * bf16 / int8 b is staged into the VNNI layout again for every M block. When enough rows of a
+ * share b, tl_matmul packs b once into the layout tl_matmul_pack_b makes, with a parallel grid
+ * kernel, into a buffer the context keeps (a slot), and runs the packed plan. The kernel sees the
+ * packed storage as a row-major [K tiles, N tiles, tile_r * 16] tensor of b's dtype (one row per
+ * tile), so its output blocks are plain row-major blocks; every element of every tile is written
+ * (padding zero). */
 
 typedef struct tl_mm_pbuf {
   void *buf;
   size_t cap;      /* bytes */
   tl_plan *plan;   /* the pack kernel's plan for the b below (the context frees plans itself) */
+  tl_dtype dt;
   int64_t K, N, rs, cs;
+  tl_layout lay;   /* the packed layout (the pack body's user data: this struct) */
+  tl_pack_fn pack; /* bf16 / int8: the staging packer for lay at the context's ISA */
 } tl_mm_pbuf;
 
 static void tl_mm_pbuf_free(void *state) {
@@ -100,12 +105,22 @@ static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_s
 
 /* The pack kernel's body: input block [tr, 16 * TL_MM_PACK_TILES] of b (row-major, any strides),
  * output block [1, TL_MM_PACK_TILES, tr * 16]: one tile per row, valid elements copied, the rest
- * of each tile zero. */
+ * of each tile zero. f32 here (vnni 1: rows of 16 columns); bf16 / int8 through the staging
+ * packer, which interleaves pairs / quads of rows. */
 static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
-  (void)p, (void)user;
+  (void)p;
+  const tl_mm_pbuf *pb = user;
   const tl_ref *src = &refs[0], *dst = &refs[1];
   const int64_t rows = src->valid[0], cols = src->valid[1], rs = src->stride[0], cs = src->stride[1];
   const int64_t tr = src->shape[0];
+  if (pb->pack) {
+    static const uint32_t zero = 0; /* the padding (the portable packer pads only when given one) */
+    const tl_pack_job job = {.src = src->data, .src_rs = rs, .src_cs = cs, .rows = rows, .cols = cols,
+                             .dst = dst->data, .dst_rows = tr, .dst_cols = dst->valid[1] * 16,
+                             .layout = pb->lay, .esize = tl_dtype_size(src->dtype), .pad = &zero};
+    pb->pack(&job);
+    return;
+  }
   for (int64_t t = 0; t < dst->valid[1]; t++) {
     float *tile = (float *)dst->data + t * dst->stride[1];
     const int64_t w = TL_MAX(0, TL_MIN(16, cols - t * 16));
@@ -128,7 +143,10 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
 
 /* See matmul_impl.h. */
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
-  if (a->dtype != TL_F32 || b->dtype != TL_F32 || b->layout.tiled || b->ndim != 2) return 0;
+  const tl_dtype da = a->dtype, db = b->dtype;
+  const int pair = (da == TL_F32 && db == TL_F32) || (da == TL_BF16 && db == TL_BF16) ||
+                   ((da == TL_U8 || da == TL_I8) && db == TL_I8);
+  if (!pair || b->layout.tiled || b->ndim != 2) return 0;
   const int64_t K = b->shape[0], N = b->shape[1];
   /* a small b stays in cache anyway, and packing it is a kernel run of its own per call */
   return K >= 16 && N >= 32 && K * N >= TL_MM_AUTOPACK_ELEMS && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
@@ -136,9 +154,10 @@ int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
 
 int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed) {
   if (!tl_mm_autopack_applies(a, b)) return 0;
-  const int64_t K = b->shape[0], N = b->shape[1];
-  const int64_t tr = tl_mm_pack_tile_r(TL_F32, K), nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
-  const size_t bytes = (size_t)(nkt * ntc * tr * 16) * sizeof(float);
+  const tl_dtype dt = b->dtype;
+  const int64_t K = b->shape[0], N = b->shape[1], es = (int64_t)tl_dtype_size(dt);
+  const int64_t tr = tl_mm_pack_tile_r(dt, K), nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
+  const size_t bytes = (size_t)(nkt * ntc * tr * 16 * es);
   tl_mm_pbuf *pb = tl_ctx_slot_get(ctx, &tl_mm_pbuf_slot);
   if (!pb) {
     pb = tl_calloc(1, sizeof *pb);
@@ -154,25 +173,30 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
     tl_aligned_free(pb->buf);
     pb->buf = nb, pb->cap = bytes;
   }
+  const tl_layout lay = {.tiled = 1, .vnni = (uint8_t)(dt == TL_F32 ? 1 : dt == TL_BF16 ? 2 : 4), .tile_r = (uint16_t)tr,
+                         .tile_c = 16};
   const int64_t tshape[3] = {nkt, ntc, tr * 16}, shape[2] = {K, N};
-  const tl_tensor tiles = tl_tensor_make(pb->buf, TL_F32, 3, tshape);
+  const tl_tensor tiles = tl_tensor_make(pb->buf, dt, 3, tshape);
   const tl_blockspec specs[2] = {
       {.ndim = 2, .block = {tr, 16 * TL_MM_PACK_TILES}, .map = "k, j -> k, j"},
       {.ndim = 3, .block = {1, TL_MM_PACK_TILES, tr * 16}, .map = "k, j -> k, j, 0"},
   };
   const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2,
                        .grid = {nkt, TL_CDIV(ntc, TL_MM_PACK_TILES)}, .sem = {TL_PARALLEL, TL_PARALLEL},
-                       .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1]};
-  /* the plan depends on b's shape and strides only: made once, rerun on each call's data */
-  if (!pb->plan || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1]) {
+                       .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1], .user = pb};
+  /* the plan depends on b's dtype, shape and strides only: made once, rerun on each call's data */
+  if (!pb->plan || pb->dt != dt || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1]) {
     tl_plan_free(pb->plan);
     pb->plan = NULL;
+    tl_ctx_info info;
+    tl_ctx_info_get(ctx, &info);
+    pb->lay = lay;
+    pb->pack = dt == TL_F32 ? NULL : tl_packer_find((size_t)es, lay, info.isa);
     if (tl_plan_new(ctx, &k, b, &tiles, &pb->plan) != TL_OK) return 0; /* (a budget too small for a tile row) */
-    pb->K = K, pb->N = N, pb->rs = b->stride[0], pb->cs = b->stride[1];
+    pb->dt = dt, pb->K = K, pb->N = N, pb->rs = b->stride[0], pb->cs = b->stride[1];
   }
   if (tl_plan_run(pb->plan, b, &tiles) != TL_OK) return 0;
-  const tl_layout lay = {.tiled = 1, .vnni = 1, .tile_r = (uint16_t)tr, .tile_c = 16};
-  *packed = tl_tensor_make_tiled(pb->buf, TL_F32, 2, shape, lay);
+  *packed = tl_tensor_make_tiled(pb->buf, dt, 2, shape, lay);
   return 1;
 }
 

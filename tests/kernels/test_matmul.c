@@ -298,6 +298,26 @@ static void test_packed_f32(void) {
   check_case(&bat, 1, "f32 packed per call, batched a");
 }
 
+/* >= 256 rows of a: tl_matmul packs bf16 / int8 b itself too (the staging packer's VNNI pairs and
+ * quads, edge tiles of K and N, several tile rows); equal to the explicitly packed b bit for bit */
+static void test_packed_per_call_vnni(void) {
+  static const int64_t sh[][3] = {{300, 290, 230}, {260, 70, 1100}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(sh); i++) {
+    mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, sh[i][0], sh[i][1], sh[i][2]);
+    check_case(&mc, 1, "bf16 packed per call");
+    mc.trans_b = 1, mc.dc = TL_BF16, mc.bias = 1;
+    check_case(&mc, 1, "bf16 packed per call, transposed b -> bf16");
+    for (int sgn = 0; sgn < 2; sgn++) {
+      mm_case mi = plain(sgn ? TL_I8 : TL_U8, TL_I8, TL_I32, sh[i][0], sh[i][1], sh[i][2]);
+      mi.trans_b = sgn;
+      check_case(&mi, 1, "int8 packed per call");
+      mm_case mf = plain(mi.da, TL_I8, TL_F32, sh[i][0], sh[i][1], sh[i][2]);
+      mf.scales = 1, mf.beta = 0.5f;
+      check_case(&mf, 1, "int8 packed per call, scales -> f32");
+    }
+  }
+}
+
 static void test_k0_and_empty(void) {
   mm_case mc = plain(TL_F32, TL_F32, TL_F32, 5, 7, 0);
   check_case(&mc, 0, "K = 0");
@@ -430,6 +450,7 @@ int main(void) {
     RUN(test_bf16);
     RUN(test_int8);
     RUN(test_packed_f32);
+    RUN(test_packed_per_call_vnni);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
     RUN(test_cache);
