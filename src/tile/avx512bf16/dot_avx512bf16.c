@@ -449,6 +449,54 @@ static void tl_bf_stage_b(char *buf, const tl_ref *b, int tb, int64_t k0, int64_
   }
 }
 
+/* 16 x 16 transpose of dwords: row r of the result is dword r of every v[0..15]. */
+static inline void tl_bf_t16(__m512i *v) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  /* v[4q + x] holds dword x of the 128-bit lanes of rows 4q..4q+3: regroup the 128-bit lanes */
+  for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_i32x4(v[i], v[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(v[i], v[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_i32x4(v[i + 8], v[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(v[i + 8], v[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; i++) {
+    v[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    v[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xDD);
+    v[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+    v[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xDD);
+  }
+}
+
+/* tl_bf_stage_b for TL_DOT_TRANS_B with unit column stride (b^T rows, e.g. the keys of attention,
+ * are contiguous along k): a group of k (a pair of bf16, a quad of int8) is one dword of a row of
+ * b^T, so the panel is a dword transpose, done 16 x 16 at a time; bytes past kc and columns past
+ * nr load as zero. Measured: the element-wise staging took 13% of attention's time. */
+static void tl_bf_stage_bt(char *buf, const tl_ref *b, int64_t k0, int64_t kc, int64_t j0, int64_t nr, int64_t es) {
+  const int64_t ldb = b->stride[0] * es, kb = kc * es, groups = TL_CDIV(kb, 4);
+  const char *base = (const char *)b->data + j0 * ldb + k0 * es;
+  for (int64_t jj = 0; jj < TL_BF_NR; jj += 16)
+    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+      const int64_t left = kb - g0 * 4;
+      const __mmask64 bm = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+      __m512i v[16];
+      for (int r = 0; r < 16; r++)
+        v[r] = jj + r < nr ? _mm512_maskz_loadu_epi8(bm, base + (jj + r) * ldb + g0 * 4) : _mm512_setzero_si512();
+      tl_bf_t16(v);
+      const int64_t ng = groups - g0 < 16 ? groups - g0 : 16;
+      for (int64_t g = 0; g < ng; g++) _mm512_storeu_si512(buf + ((g0 + g) * TL_BF_NR + jj) * 4, v[g]);
+    }
+}
+
 /* tl_tile_dot's AVX512-BF16 / VNNI path (see the opening comment). Returns 1 when it did the
  * work. */
 int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
@@ -501,7 +549,8 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
     const int64_t kc_max = (int64_t)TL_BF_KG * ge;
     for (int64_t k0 = 0; k0 < kk; k0 += kc_max) {
       const int64_t kc = kk - k0 < kc_max ? kk - k0 : kc_max;
-      tl_bf_stage_b(buf, b, tb, k0, kc, j0, nr, ge, es);
+      if (tb && b->stride[1] == 1) tl_bf_stage_bt(buf, b, k0, kc, j0, nr, es);
+      else tl_bf_stage_b(buf, b, tb, k0, kc, j0, nr, ge, es);
       const int64_t rowb = TL_BF_NR * ge * es;
       tl_bf_bsrc src = {.b0 = buf, .b1 = buf + 16 * ge * es, .rowb = rowb, .kseg = TL_BF_KG, .segb = TL_BF_KG * rowb};
       tl_bf_rows(mode, m, nv, kc, pa + k0 * es, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum || k0 > 0);
