@@ -84,8 +84,9 @@ static void tl_attn_block(const tl_prog *p, const tl_attn_run *run, const tl_att
   }
   const size_t mes = m4 ? tl_dtype_size(m4->dtype) : 0;
   const int64_t shift = run->Sk - run->Sq - k0;
+  /* bf16 inputs through the matrix unit: P is written as bf16 for P V (f32: over S) */
+  uint16_t *P = !run->vec_rows && run->dt == TL_BF16 ? scr[TL_ATTN_SCR_P].data : NULL;
   for (int64_t r = 0; r < M; r++) {
-    float *s = S + r * bk;
     int64_t lim = kvalid;
     if (run->causal) {
       int64_t c = rows.qbase + r % rows.R + shift + 1; /* query i sees keys j <= i + Sk - Sq */
@@ -93,20 +94,18 @@ static void tl_attn_block(const tl_prog *p, const tl_attn_run *run, const tl_att
     }
     const void *mrow = NULL;
     if (m4) mrow = (const char *)m4->data + (size_t)((r / rows.R) * m4->stride[1] + (r % rows.R) * m4->stride[2]) * mes;
-    const float mx = vec->prep(s, bk, run->scale, mrow, m4 ? m4->dtype : TL_F32, lim), mo = m[r];
-    const float mn = (mx > mo || mx != mx) ? mx : mo; /* NaN propagates */
-    const float ms = mn == -INFINITY ? 0.0f : mn;     /* a row with no key yet: exp(-inf - 0) = 0 */
-    const float sum = vec->exp_sum(s, bk, ms);
-    const float alpha = expf(mo - ms);
+    const float mo = m[r];
+    float mn;
+    const float sum = vec->row(S + r * bk, bk, run->scale, mrow, m4 ? m4->dtype : TL_F32, lim, mo, &mn, P ? P + r * bk : NULL);
+    /* an unchanged max rescales nothing (exp(0) = 1; for -inf the row's l and acc are still 0) */
+    const float alpha = mn == mo ? 1.0f : expf(mo - (mn == -INFINITY ? 0.0f : mn));
     l[r] = l[r] * alpha + sum;
     m[r] = mn;
     if (alpha != 1.0f) vec->scale(acc + r * D, D, alpha);
   }
   if (run->vec_rows) { /* P stays f32 here */
     for (int64_t r = 0; r < M; r++) vec->pv(acc + r * D, D, S + r * bk, vref.data, run->dt, vref.stride[0], bk);
-  } else if (run->dt == TL_BF16) {
-    uint16_t *P = scr[TL_ATTN_SCR_P].data;
-    vec->to_bf16(P, S, M * bk);
+  } else if (P) {
     tl_ref pref = tl_attn_scr2(P, TL_BF16, M, bk);
     tl_tile_dot(p, &aref, &pref, &vref, TL_DOT_ACCUMULATE);
   } else {

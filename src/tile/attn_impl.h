@@ -1,9 +1,9 @@
 /* attn_impl.h — the vector helpers of attention's online softmax, one table per ISA.
  *
  * The code is written once, as static-inline functions on tl_vf32 in attn_kern.h; each ISA
- * instantiates it in a two-line file compiled with that ISA's flags (src/tile/avx512/
- * attn_avx512.c, src/tile/avx2/attn_avx2.c) and attn_scalar.c is the baseline instance (the same
- * source lowered to the baseline vector width). attn_registry.c lists them under the
+ * instantiates it in a short file compiled with that ISA's flags and row hooks (src/tile/<isa>/
+ * attn_<isa>.c with hooks_<isa>.h; see src/tile/vec_hooks.h) and attn_scalar.c is the baseline
+ * instance (the same source lowered to the baseline vector width). attn_registry.c lists them under the
  * TILEC_HAVE_<ISA> guards. The kernel picks its table from the program's ISA (tl_prog_isa), so a
  * TILEC_ISA cap selects the path.
  *
@@ -17,16 +17,17 @@
 typedef struct tl_attn_impl {
   tl_isa isa;
   const char *name;
-  /* s[c] = s[c] * scale + mask[c] for c < lim, -inf for lim <= c < n; returns the row max of the
-   * result (-inf for n == 0; NaN if any element is NaN). mask: NULL, or n values of mdt (TL_F32 or
-   * TL_BF16, contiguous). lim may be <= 0 or >= n. */
-  float (*prep)(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim);
-  /* s[c] = exp(s[c] - m) in place; returns the f32 sum of the results. */
-  float (*exp_sum)(float *s, int64_t n, float m);
+  /* One row of scores against the row's running max m_old: with t[c] = s[c] * scale + mask[c]
+   * for c < lim (keys at or past lim are masked out), *m_new = max(m_old, max t) (NaN
+   * propagates), ms = *m_new or 0 when that is -inf, and the probabilities p[c] = exp(t[c] - ms)
+   * for c < lim, 0 for lim <= c < n, are written as bf16 into pb (round to nearest even) or, pb
+   * NULL, as f32 over s. Returns the f32 sum of p (before any rounding to bf16); a NaN sum (a NaN
+   * score, or +inf) makes *m_new NaN. s may be rewritten either way. mask: NULL, or n values of mdt (TL_F32 or TL_BF16, contiguous); lim may
+   * be <= 0 or >= n. */
+  float (*row)(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
+               float *m_new, uint16_t *pb);
   /* x[c] *= a. */
   void (*scale)(float *x, int64_t n, float a);
-  /* dst[c] = bf16(src[c]), round to nearest even. */
-  void (*to_bf16)(uint16_t *dst, const float *src, int64_t n);
   /* dst[c] = src[c] * a stored as dt (TL_F32 or TL_BF16), contiguous. */
   void (*store)(void *dst, tl_dtype dt, const float *src, int64_t n, float a);
   /* Rows of few queries (decode), K and V streamed once with no staging:
@@ -39,6 +40,7 @@ typedef struct tl_attn_impl {
 extern const tl_attn_impl tl_attn_scalar_impl;
 extern const tl_attn_impl tl_attn_avx2_impl;
 extern const tl_attn_impl tl_attn_avx512_impl;
+extern const tl_attn_impl tl_attn_avx512bf16_impl;
 
 /* The table for the highest level at or below isa that has one (the scalar instance always). */
 const tl_attn_impl *tl_attn_impl_for(tl_isa isa);

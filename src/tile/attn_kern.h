@@ -7,16 +7,11 @@
 #ifndef TL_ATTN_KERN_H
 #define TL_ATTN_KERN_H
 
-/* tl_vf32 values cross these static functions by value; the ABI note GCC gives about it does not
- * apply (nothing leaves this translation unit as a vector). */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-
 #include <math.h>
 #include <string.h>
 
 #include "attn_impl.h"
-#include "tilec_vec.h"
+#include "vec_hooks.h"
 
 #define TL_AK_W 16
 #define TL_AK_AI static inline __attribute__((always_inline))
@@ -39,15 +34,17 @@ TL_AK_AI void tl_ak_store_tail(float *p, int64_t n, tl_vf32 v) {
   tl_ak_store(t, v);
   memcpy(p, t, (size_t)n * sizeof(float));
 }
-/* max that propagates NaN from either side. */
-TL_AK_AI tl_vf32 tl_ak_max(tl_vf32 a, tl_vf32 b) {
-  tl_vi32 take_b = (b > a) | (b != b);
-  return tl_vf32_sel(take_b, b, a);
-}
+/* The largest of the 16 lanes, ignoring NaN lanes (tl_ak_row catches NaN through its sum). */
 TL_AK_AI float tl_ak_hmax(tl_vf32 v) {
-  float r = v[0];
-  for (int i = 1; i < TL_AK_W; i++) r = (v[i] > r || v[i] != v[i]) ? v[i] : r;
-  return r;
+  const tl_vi32 h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+  const tl_vi32 h4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
+  const tl_vi32 h2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
+  const tl_vi32 h1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h8), v);
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h4), v);
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h2), v);
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h1), v);
+  return v[0];
 }
 TL_AK_AI float tl_ak_hsum(tl_vf32 v) { /* pairwise: halves, then quarters, ... */
   typedef float v8 __attribute__((vector_size(32)));
@@ -72,66 +69,85 @@ TL_AK_AI tl_vf32 tl_ak_mask16(const void *mask, tl_dtype mdt, int64_t c, int64_t
   return n < TL_AK_W ? tl_ak_load_tail((const float *)mask + c, n, 0.0f) : tl_ak_load((const float *)mask + c);
 }
 
-static float tl_ak_prep(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim) {
-  const tl_vf32 ninf = tl_vf32_splat(-INFINITY);
-  tl_vf32 mx = ninf;
-  tl_vf32 lane;
-  for (int i = 0; i < TL_AK_W; i++) lane[i] = (float)i;
-  for (int64_t c = 0; c < n; c += TL_AK_W) {
-    const int64_t w = n - c < TL_AK_W ? n - c : TL_AK_W;
-    tl_vf32 v = w < TL_AK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c);
-    v = v * scale;
-    if (mask) v = v + tl_ak_mask16(mask, mdt, c, w);
-    if (c + TL_AK_W > lim) {
-      if (lim <= c) v = ninf; /* columns at or beyond lim see nothing */
-      tl_vi32 dead = lane >= (float)(lim - c); /* lim - c < 16 here: exact in f32 */
-      v = tl_vf32_sel(dead, ninf, v);
-    }
-    if (w < TL_AK_W) {
-      tl_ak_store_tail(s + c, w, v);
-      tl_vi32 pad = lane >= (float)w;
-      v = tl_vf32_sel(pad, ninf, v); /* lanes past n do not count */
-    } else {
-      tl_ak_store(s + c, v);
-    }
-    mx = tl_ak_max(mx, v);
+/* Stores 16 probabilities at column c of the P row: bf16 into pb, or f32 into s (w < 16: the
+ * first w). */
+TL_AK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_vf32 e) {
+  if (pb) {
+    tl_vu16 h = TL_RK_TO_BF16(e);
+    memcpy(pb + c, &h, (size_t)w * 2);
+  } else if (w < TL_AK_W) {
+    tl_ak_store_tail(s + c, w, e);
+  } else {
+    tl_ak_store(s + c, e);
   }
-  return tl_ak_hmax(mx);
 }
 
-/* flatten: the exp helpers are inlined here (an out-of-line clone would take vectors by value) */
-__attribute__((flatten)) static float tl_ak_exp_sum(float *s, int64_t n, float m) {
-  tl_vf32 acc = tl_vf32_splat(0.0f);
+/* Pass 1: the row max of t = s * scale + mask over the visible columns [0, L) (with no mask and
+ * scale > 0 the max of s itself, scaled once: rounding is monotone, so this is the max of t, and
+ * s is not rewritten), NaN lanes ignored. Pass 2: exp(t - ms) for the visible columns, 0 beyond,
+ * stored as P and summed in f32; a NaN score (or +inf, whose exp(inf - inf) is NaN) makes the
+ * sum NaN, and then m_new too. Two vectors per iteration in both passes (max and exp latency). */
+static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
+                       float *m_new, uint16_t *pb) {
+  const tl_vf32 ninf = tl_vf32_splat(-INFINITY);
+  const int64_t L = lim < 0 ? 0 : lim < n ? lim : n;
+  const int stored = mask != NULL || !(scale > 0.0f);
+  tl_vf32 lane;
+  for (int i = 0; i < TL_AK_W; i++) lane[i] = (float)i;
+  tl_vf32 mx0 = ninf, mx1 = ninf;
   int64_t c = 0;
-  for (; c + TL_AK_W <= n; c += TL_AK_W) {
-    tl_vf32 e = tl_vf32_exp(tl_ak_load(s + c) - m);
-    tl_ak_store(s + c, e);
-    acc += e;
+  if (!stored) {
+    for (; c + 2 * TL_AK_W <= L; c += 2 * TL_AK_W)
+      mx0 = TL_RK_MAXPS(tl_ak_load(s + c), mx0), mx1 = TL_RK_MAXPS(tl_ak_load(s + c + TL_AK_W), mx1);
+    for (; c < L; c += TL_AK_W) {
+      const int64_t w = L - c < TL_AK_W ? L - c : TL_AK_W;
+      mx0 = TL_RK_MAXPS(w < TL_AK_W ? tl_ak_load_tail(s + c, w, -INFINITY) : tl_ak_load(s + c), mx0);
+    }
+  } else {
+    for (; c < L; c += TL_AK_W) {
+      const int64_t w = L - c < TL_AK_W ? L - c : TL_AK_W;
+      tl_vf32 v = (w < TL_AK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * scale;
+      if (mask) v = v + tl_ak_mask16(mask, mdt, c, w);
+      if (w < TL_AK_W) {
+        tl_ak_store_tail(s + c, w, v);
+        v = tl_vf32_sel(lane >= (float)w, ninf, v); /* lanes past L do not count */
+      } else {
+        tl_ak_store(s + c, v);
+      }
+      mx0 = TL_RK_MAXPS(v, mx0);
+    }
   }
-  if (c < n) {
-    tl_vf32 e = tl_vf32_exp(tl_ak_load_tail(s + c, n - c, -INFINITY) - m); /* padding lanes: exp(-inf) = 0 */
-    tl_ak_store_tail(s + c, n - c, e);
-    acc += e;
+  float mx = tl_ak_hmax(TL_RK_MAXPS(mx1, mx0));
+  if (!stored) mx = mx * scale;
+  const float mn = mx > m_old ? mx : m_old; /* a NaN m_old stays */
+  const float ms = mn == -INFINITY ? 0.0f : mn; /* a row with no key yet: exp(-inf - 0) = 0 */
+  const float sc = stored ? 1.0f : scale;
+  tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0;
+  for (c = 0; c + 2 * TL_AK_W <= L; c += 2 * TL_AK_W) {
+    const tl_vf32 e0 = tl_rk_exp(tl_ak_load(s + c) * sc - ms), e1 = tl_rk_exp(tl_ak_load(s + c + TL_AK_W) * sc - ms);
+    tl_ak_put(s, pb, c, TL_AK_W, e0);
+    tl_ak_put(s, pb, c + TL_AK_W, TL_AK_W, e1);
+    a0 += e0, a1 += e1;
   }
-  return tl_ak_hsum(acc);
+  for (; c < n; c += TL_AK_W) { /* the last visible vector (lanes past L: -inf), then zeros */
+    const int64_t w = n - c < TL_AK_W ? n - c : TL_AK_W;
+    tl_vf32 e = tl_vf32_splat(0.0f);
+    if (c < L) {
+      const tl_vf32 t = (w < TL_AK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * sc - ms;
+      e = tl_rk_exp(tl_vf32_sel(lane >= (float)(L - c), ninf, t));
+    }
+    tl_ak_put(s, pb, c, w, e);
+    a0 += e;
+  }
+  const float sum = tl_ak_hsum(a0 + a1);
+  *m_new = sum != sum ? sum : mn;
+  return sum;
 }
 
 static void tl_ak_scale(float *x, int64_t n, float a) {
   int64_t c = 0;
   for (; c + TL_AK_W <= n; c += TL_AK_W) tl_ak_store(x + c, tl_ak_load(x + c) * a);
   if (c < n) tl_ak_store_tail(x + c, n - c, tl_ak_load_tail(x + c, n - c, 0.0f) * a);
-}
-
-static void tl_ak_to_bf16(uint16_t *dst, const float *src, int64_t n) {
-  int64_t c = 0;
-  for (; c + TL_AK_W <= n; c += TL_AK_W) {
-    tl_vu16 h = tl_vf32_to_bf16(tl_ak_load(src + c));
-    memcpy(dst + c, &h, sizeof h);
-  }
-  if (c < n) {
-    tl_vu16 h = tl_vf32_to_bf16(tl_ak_load_tail(src + c, n - c, 0.0f));
-    memcpy(dst + c, &h, (size_t)(n - c) * 2);
-  }
 }
 
 static void tl_ak_store_row(void *dst, tl_dtype dt, const float *src, int64_t n, float a) {

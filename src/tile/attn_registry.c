@@ -11,6 +11,9 @@ static const tl_attn_impl *const tl_attn_impls[TL_ISA_COUNT] = {
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
     [TL_ISA_AVX512] = &tl_attn_avx512_impl,
 #endif
+#if defined(TILEC_HAVE_AVX512BF16) && TILEC_HAVE_AVX512BF16
+    [TL_ISA_AVX512BF16] = &tl_attn_avx512bf16_impl,
+#endif
 };
 _Static_assert(TL_ARRAY_LEN(tl_attn_impls) == TL_ISA_COUNT, "one registry slot per ISA level");
 

@@ -1,7 +1,7 @@
 /* attn_avx512.c — attention's online-softmax helpers (attn_kern.h) compiled with the avx512 flags
- * (CMake gives every file of this folder its own). */
+ * and the AVX-512 row hooks (vscalefps in exp). */
+#include "hooks_avx512.h"
 #include "../attn_kern.h"
 
-const tl_attn_impl tl_attn_avx512_impl = {.isa = TL_ISA_AVX512, .name = "avx512", .prep = tl_ak_prep,
-                                     .exp_sum = tl_ak_exp_sum, .scale = tl_ak_scale, .to_bf16 = tl_ak_to_bf16,
+const tl_attn_impl tl_attn_avx512_impl = {.isa = TL_ISA_AVX512, .name = "avx512", .row = tl_ak_row, .scale = tl_ak_scale,
                                      .store = tl_ak_store_row, .qk = tl_ak_qk, .pv = tl_ak_pv};

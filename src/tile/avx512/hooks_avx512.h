@@ -1,0 +1,15 @@
+/* hooks_avx512.h — the AVX-512 definitions of the row-code hooks (src/tile/vec_hooks.h) and of
+ * the rows kernels' streaming stores, for the AVX-512 instance files (rows_avx512.c,
+ * attn_avx512.c; the AVX512-BF16 ones add to it): streaming stores (vmovntps / vmovntdq) and
+ * exp's 2^n applied by vscalefps (one rounding, as the two-step scaling of the generic code). */
+#ifndef TL_HOOKS_AVX512_H
+#define TL_HOOKS_AVX512_H
+
+#include <immintrin.h>
+
+#define TL_RK_NT_F32(p, v) _mm512_stream_ps((float *)(p), (__m512)(v))
+#define TL_RK_NT_BF16(p, h) _mm256_stream_si256((__m256i *)(void *)(p), (__m256i)(h))
+#define TL_RK_NT_FENCE() _mm_sfence()
+#define TL_RK_LDEXP(p, n) ((tl_vf32)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
+
+#endif /* TL_HOOKS_AVX512_H */

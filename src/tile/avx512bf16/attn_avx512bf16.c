@@ -1,0 +1,7 @@
+/* attn_avx512bf16.c — attention's online-softmax helpers (attn_kern.h) with the AVX512-BF16 row
+ * hooks: P rounded to bf16 by vcvtneps2bf16 (a probability below 2^-126 becomes 0). */
+#include "hooks_avx512bf16.h"
+#include "../attn_kern.h"
+
+const tl_attn_impl tl_attn_avx512bf16_impl = {.isa = TL_ISA_AVX512BF16, .name = "avx512bf16", .row = tl_ak_row, .scale = tl_ak_scale,
+                                     .store = tl_ak_store_row, .qk = tl_ak_qk, .pv = tl_ak_pv};

@@ -1,0 +1,55 @@
+/* vec_hooks.h — the per-ISA hooks of the fused row code written on tl_vf32 (rows_kern.h: softmax
+ * and the norms; attn_kern.h: attention's online softmax), their generic fallbacks, and the exp
+ * built on them. An including instance file (src/tile/<isa>/...) may define, before the include
+ * (src/tile/<isa>/hooks_<isa>.h holds its definitions), with the semantics of the x86 max/min
+ * instructions (the second operand when either is NaN):
+ *   TL_RK_MAXPS(a, b)    per lane a > b ? a : b
+ *   TL_RK_MINPS(a, b)    per lane a < b ? a : b
+ * The fallbacks are GNU C comparisons, which GCC 12 splits into scalar code for 64-byte vectors
+ * on targets narrower than AVX-512 (measured 17x slower on AVX2): a narrower ISA defines them.
+ * And the f32 -> bf16 conversion of stores:
+ *   TL_RK_TO_BF16(v)     16 lanes to bf16 bit patterns, round to nearest even (fallback:
+ *                        tl_vf32_to_bf16; AVX512-BF16: vcvtneps2bf16, which flushes f32
+ *                        denormal inputs to zero, see avx512bf16/hooks_avx512bf16.h)
+ * And the last step of exp:
+ *   TL_RK_LDEXP(p, n)    p * 2^n per lane, n an integer in [-150, 128] held in floats, the
+ *                        result rounded once (vscalefps on AVX-512: one instruction instead of
+ *                        eight; the fallback scales in two halves, as tl_vf32_exp does) */
+#ifndef TL_VEC_HOOKS_H
+#define TL_VEC_HOOKS_H
+
+#include <tilec_vec.h>
+
+/* 64-byte vectors cross static functions by value (never the ABI); the note GCC gives about it is
+ * noise here, and it comes at the end of the including file, so it stays off there. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#ifndef TL_RK_TO_BF16
+#define TL_RK_TO_BF16(v) tl_vf32_to_bf16(v)
+#endif
+
+#ifndef TL_RK_LDEXP
+#define TL_RK_LDEXP(p, n) tl_vf32_ldexp_((p), (n))
+#endif
+
+#ifndef TL_RK_MAXPS
+#define TL_RK_MAXPS(a, b) tl_vf32_sel((a) > (b), (a), (b))
+#define TL_RK_MINPS(a, b) tl_vf32_sel((a) < (b), (a), (b))
+#endif
+
+#define TL_RK_AI static inline __attribute__((always_inline))
+
+/* e^x, bit for bit tl_vf32_exp (the same reduction, tilec_vec.h's always-inlined polynomial and
+ * scaling), wrapped so it is always inlined: GCC keeps tl_vf32_exp out of line in the baseline and
+ * AVX2 instances, where a call passes each 64-byte vector through memory. */
+TL_RK_AI tl_vf32 tl_rk_exp(tl_vf32 x) {
+  x = TL_RK_MINPS(tl_vf32_splat(89.0f), x); /* NaN: the second operand, x */
+  x = TL_RK_MAXPS(tl_vf32_splat(-104.0f), x);
+  const float magic = 12582912.0f;
+  tl_vf32 n = (x * 1.44269504088896341f + magic) - magic;
+  tl_vf32 r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  return TL_RK_LDEXP(tl_vf32_exp_poly_(r), n);
+}
+
+#endif /* TL_VEC_HOOKS_H */
