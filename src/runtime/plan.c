@@ -282,6 +282,11 @@ static tl_status tl_plan_budget(tl_plan *pl) {
     }
     o->buf_bytes = TL_CDIV(b, TL_BUF_ALIGN) * TL_BUF_ALIGN;
     tl_operand_geometry(o);
+    if (o->spec.stage == TL_STAGE_NEVER) { /* always in place: no buffer, no VMEM */
+      o->buf_bytes = 0;
+      o->buf_off = -1;
+      continue;
+    }
     if (o->shares >= 0) {
       o->buf_off = -1;
       continue;

@@ -31,6 +31,9 @@
 #define TL_A5_PACK_M 32
 /* Rows of a packed at a time (a multiple of TL_A5_MR): 64 KiB of stack with TL_A5_KC. */
 #define TL_A5_MC 128
+/* A b block (in place, 1-4 rows of acc) beyond this many bytes comes from memory: it is walked
+ * in row order (tl_a5_stream); a smaller one, in the caches, in panels (tl_a5_skinny). */
+#define TL_A5_STREAM_BYTES ((int64_t)1 << 20)
 
 /* Mask of the first n (0..16) lanes. */
 static inline __mmask16 tl_a5_mask(int64_t n) {
@@ -176,6 +179,47 @@ static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64
   }
 }
 
+/* The streaming skinny kernel (1..4 rows of acc, b row-major read in place): b is walked row
+ * after row, TL_A5_SR rows per sweep over all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept in
+ * c itself between sweeps (L1/L2), so b is read as TL_A5_SR long contiguous runs at a time, which
+ * the hardware prefetchers follow across pages (the 64-128-column panels of tl_a5_skinny are
+ * short runs a row stride apart, each in a new page: 16 GB/s of the 31.7 DRAM gives). mr is a
+ * compile-time constant at every call. */
+#define TL_A5_SR 8
+static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int sr, int64_t n, int64_t kk, const float *a,
+                                                               int64_t lda, const float *b, int64_t ldb, float *c,
+                                                               int64_t ldc, int accum) {
+  for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += sr) {
+    const int kr = (int)(kk - k0 < sr ? kk - k0 : sr); /* 0 only for kk == 0 */
+    const int load = accum || k0 > 0;
+    __m512 av[4][TL_A5_SR];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+      for (int q = 0; q < TL_A5_SR; q++) av[i][q] = _mm512_set1_ps(i < mr && q < kr ? a[i * lda + k0 + q] : 0.0f);
+    const float *br = b + k0 * ldb;
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 mk = tl_a5_mask(n - j);
+      __m512 bv[TL_A5_SR];
+#pragma GCC unroll 8
+      for (int q = 0; q < TL_A5_SR; q++) bv[q] = q < kr ? _mm512_maskz_loadu_ps(mk, br + q * ldb + j) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        if (i >= mr) break;
+        __m512 acc = load ? _mm512_maskz_loadu_ps(mk, c + i * ldc + j) : _mm512_setzero_ps();
+        if (kr == sr) { /* the k order of every other path: one fused multiply-add per k */
+#pragma GCC unroll 8
+          for (int q = 0; q < sr; q++) acc = _mm512_fmadd_ps(av[i][q], bv[q], acc);
+        } else {
+          for (int q = 0; q < kr; q++) acc = _mm512_fmadd_ps(av[i][q], bv[q], acc);
+        }
+        _mm512_mask_storeu_ps(c + i * ldc + j, mk, acc);
+      }
+    }
+    if (kr == 0) break;
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (vnni 1 for f32 is the only sensible one, any is honoured). */
 static inline const float *tl_a5_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -224,6 +268,15 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
   if (!tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M) { /* b in place */
     const float *pb = (const float *)b->data;
+    if (m <= 4 && n * kk * 4 > TL_A5_STREAM_BYTES) {
+      switch (m) {
+      case 1: tl_a5_stream(1, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
+      case 2: tl_a5_stream(2, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
+      case 3: tl_a5_stream(3, 4, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
+      default: tl_a5_stream(4, 4, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
+      }
+      return 1;
+    }
     if (m <= 4) {
       tl_a5_skinny(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
