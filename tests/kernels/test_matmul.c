@@ -318,6 +318,25 @@ static void test_packed_per_call_vnni(void) {
   }
 }
 
+/* 1-4 rows of f32 a against a row-major b beyond half the L3: b streamed in place, never staged
+ * (edge N and K blocks narrowed to their valid part); equal to the packed b bit for bit */
+static void test_stream(void) {
+  tl_ctx_info info;
+  tl_ctx_info_get(g_ctx, &info);
+  static const int64_t sh[][3] = {{3, 2100, 2100}, {1, 4099, 1100}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(sh); i++) {
+    if (info.cpu.l3_bytes > 0 && sh[i][1] * sh[i][2] * 4 <= info.cpu.l3_bytes / 2) {
+      fprintf(stderr, "    stream case %zu: b fits half this L3 (%lld MiB): not streamed here\n", i,
+              (long long)(info.cpu.l3_bytes >> 20));
+      continue;
+    }
+    mm_case mc = plain(TL_F32, TL_F32, TL_F32, sh[i][0], sh[i][1], sh[i][2]);
+    check_case(&mc, 1, "f32 streamed b");
+    mc.bias = 1, mc.act = TL_ACT_RELU, mc.res = (int)i, mc.beta = i ? 0.5f : 0.0f;
+    check_case(&mc, 0, "f32 streamed b, epilogue");
+  }
+}
+
 static void test_k0_and_empty(void) {
   mm_case mc = plain(TL_F32, TL_F32, TL_F32, 5, 7, 0);
   check_case(&mc, 0, "K = 0");
@@ -451,6 +470,7 @@ int main(void) {
     RUN(test_int8);
     RUN(test_packed_f32);
     RUN(test_packed_per_call_vnni);
+    RUN(test_stream);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
     RUN(test_cache);

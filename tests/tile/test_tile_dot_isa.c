@@ -2,7 +2,7 @@
  * float64 / int64 reference, at every ISA level this CPU has (contexts capped with opts.isa).
  *
  * Each case runs tl_tile_dot inside a body (tl_call, one step) on refs built here: random shapes
- * (1, primes, register block +-1, a few larger), row gaps (strided a, b, acc), ACCUMULATE over a
+ * (1, primes, register block +-1, a few larger, 1-4 rows against a b block past 1 MiB), row gaps (strided a, b, acc), ACCUMULATE over a
  * random acc or overwrite over a poisoned (NaN / -1) acc, b row-major, TL_DOT_TRANS_B or tiled
  * (f32 vnni 1, bf16 vnni 2, int8 vnni 4, the AMX B layouts among them). The level's own function
  * is also called directly to check it takes the cases it claims (docs/kernels.md). Checks:
@@ -248,6 +248,13 @@ static void test_random_cases(void) {
                           .accum = (int)(i & 1), .bkind = bk, .tile_r = trs[i % 3], .tile_c = 16, .vnni = 1};
             run_case(ctx, (tl_isa)isa, &c, &rng);
           }
+        /* 1-4 rows against a row-major b block past 1 MiB: the streaming skinny kernel (k not a
+         * multiple of its 8 / 4 rows per sweep, n not of 16, row gaps, both flags) */
+        for (int64_t m = 1; m <= 4; m++) {
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = 1000 + 9 * m, .k = 270 + 3 * m, .accum = (int)(m & 1),
+                        .bkind = B_ROW, .pad_a = m, .pad_b = 5 * (m & 1), .pad_c = 2};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
       } else {
         for (int r = 0; r < 4; r++) {
           dot_case c = amx_case(&rng, pairs[p][0], pairs[p][1]);
