@@ -6,8 +6,10 @@
  * destination element of every tile is written exactly once: source values inside rows x cols,
  * pad (zero when job->pad is NULL) elsewhere, tile padding included. In the interleaved layouts
  * one column of a vnni group is 4 bytes, so 16 columns of a group are one 64-byte store built
- * from 2 (or 4) source rows. Jobs this packer does not cover (source column stride != 1,
- * tile_c not a multiple of 16, other element sizes) go to tl_pack_portable.
+ * from 2 (or 4) source rows; 64 bytes of each row are loaded at once and interleaved in
+ * registers (unpacks, then 128-bit lane shuffles to restore the column order: 1.9x faster int8
+ * 16x4096x4096 than 16-byte loads widened per row). Jobs this packer does not cover (source
+ * column stride != 1, tile_c not a multiple of 16, other element sizes) go to tl_pack_portable.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -15,20 +17,44 @@
 #include "../../runtime/plan_impl.h"
 #include "../tile_impl.h"
 
-/* 16 columns of source row r (pad beyond the valid region) as 16 dwords of zero-extended
- * elements: es 2 -> u16 in the low half, es 1 -> u8 in the low byte. */
-static inline __m512i tl_p5_row16(const tl_pack_job *j, int64_t r, int64_t c, int64_t es, __m512i padw) {
-  if (r >= j->rows || c >= j->cols) return padw;
-  const int64_t left = j->cols - c;
-  const char *s = j->src + (r * j->src_rs + c) * es;
-  if (es == 2) {
-    const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-    const __m256i v = _mm256_mask_loadu_epi16(_mm512_cvtepi32_epi16(padw), m, s);
-    return _mm512_cvtepu16_epi32(v);
+/* 4 x 4 transpose of the 128-bit lanes of v[0..3] (in place). */
+static inline void tl_p5_lanes_t(__m512i *v) {
+  const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
+  const __m512i t2 = _mm512_shuffle_i32x4(v[2], v[3], 0x44), t3 = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
+  v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88), v[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
+  v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88), v[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
+}
+
+/* 64 bytes of source row r from column c (pad elements beyond rows x cols). */
+static inline __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, int64_t es, __m512i padv) {
+  if (r >= j->rows || c >= j->cols) return padv;
+  const int64_t left = (j->cols - c) * es;
+  const __mmask64 m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+  return _mm512_mask_loadu_epi8(padv, m, j->src + (r * j->src_rs + c) * es);
+}
+
+/* One group of v rows (r0..) over 64 source bytes from column c: the v-interleaved groups of 16
+ * columns each, in column order, into out (returns how many: 4 for int8, 64 columns; 2 for bf16,
+ * 32 columns). The byte / word unpacks interleave within 128-bit lanes
+ * (lane L of unpack x holds columns 16L + 4x.. (int8) or 8L + 4x.. (bf16)); the lane shuffles put
+ * the columns back in order. */
+static inline int tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es, __m512i padv, __m512i *out) {
+  if (es == 1) {
+    const __m512i r[4] = {tl_p5_row64(j, r0, c, 1, padv), tl_p5_row64(j, r0 + 1, c, 1, padv),
+                          tl_p5_row64(j, r0 + 2, c, 1, padv), tl_p5_row64(j, r0 + 3, c, 1, padv)};
+    const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+    out[0] = _mm512_unpacklo_epi16(t0, t2), out[1] = _mm512_unpackhi_epi16(t0, t2);
+    out[2] = _mm512_unpacklo_epi16(t1, t3), out[3] = _mm512_unpackhi_epi16(t1, t3);
+    tl_p5_lanes_t(out);
+    return 4;
   }
-  const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-  const __m128i v = _mm_mask_loadu_epi8(_mm512_cvtepi32_epi8(padw), m, s);
-  return _mm512_cvtepu8_epi32(v);
+  const __m512i a = tl_p5_row64(j, r0, c, 2, padv), b = tl_p5_row64(j, r0 + 1, c, 2, padv);
+  const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+  /* lo = [cols 0-3 | 8-11 | 16-19 | 24-27], hi = [4-7 | 12-15 | 20-23 | 28-31] (pairs) */
+  const __m512i x = _mm512_shuffle_i32x4(lo, hi, 0x44), y = _mm512_shuffle_i32x4(lo, hi, 0xEE);
+  out[0] = _mm512_shuffle_i32x4(x, x, 0xD8), out[1] = _mm512_shuffle_i32x4(y, y, 0xD8);
+  return 2;
 }
 
 /* The vnni packer (see the opening comment). */
@@ -41,24 +67,22 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
   }
   uint32_t pad = 0;
   if (j->pad) memcpy(&pad, j->pad, (size_t)es);
-  const __m512i padw = _mm512_set1_epi32((int)pad); /* one element, zero-extended */
   const int64_t tr = l.tile_r, tc = l.tile_c;
   const int64_t trows = TL_CDIV(j->dst_rows, tr), tcols = TL_CDIV(j->dst_cols, tc);
   const int64_t tile = tr * tc * es; /* bytes */
-  const int shift = (int)(8 * es);
-  for (int64_t ti = 0; ti < trows; ti++) {
-    for (int64_t tj = 0; tj < tcols; tj++) {
-      char *t = j->dst + (ti * tcols + tj) * tile;
-      for (int64_t g = 0; g < tr / v; g++) {
-        const int64_t r0 = ti * tr + g * v;
-        for (int64_t cc = 0; cc < tc; cc += 16) {
-          const int64_t c = tj * tc + cc;
-          __m512i w = tl_p5_row16(j, r0, c, es, padw);
-          for (int64_t u = 1; u < v; u++)
-            w = _mm512_or_si512(w, _mm512_slli_epi32(tl_p5_row16(j, r0 + u, c, es, padw), (unsigned)(shift * u)));
-          _mm512_storeu_si512(t + (g * tc + cc) * 4, w);
+  /* v rows x 64 bytes at a time: whole-vector loads and in-register interleaves */
+  const __m512i padv = es == 1 ? _mm512_set1_epi8((char)pad) : _mm512_set1_epi16((short)pad);
+  const int64_t width = tcols * tc, step = 64 / es;
+  for (int64_t ti = 0; ti < trows; ti++)
+    for (int64_t g = 0; g < tr / v; g++) {
+      const int64_t r0 = ti * tr + g * v;
+      for (int64_t c = 0; c < width; c += step) {
+        __m512i out[4];
+        const int nq = tl_p5_group(j, r0, c, es, padv, out);
+        for (int q = 0; q < nq && c + 16 * q < width; q++) {
+          const int64_t cc = c + 16 * q;
+          _mm512_storeu_si512(j->dst + (ti * tcols + cc / tc) * tile + (g * tc + cc % tc) * 4, out[q]);
         }
       }
     }
-  }
 }
