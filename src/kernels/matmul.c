@@ -303,14 +303,17 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   const int tmp = beta_nz && !r->int_out;
   const int nscr = !acc_in_c + cvt + tmp;
   const int tiled_b = da != TL_F32 || r->packed;
-  /* a few rows of a against a row-major f32 b with unit column stride, b larger than half the L3:
-   * the dot streams b's rows in place (tl_tile_dot's streaming skinny kernel, taken for b blocks
-   * beyond 1 MiB), never staged; measured 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms, while for a b in
-   * the caches (1x1024x1024) the panel kernel stayed ~30% faster */
+  /* a few rows of a (f32: 4; bf16, int8: 2) against a row-major b with unit column stride, b
+   * larger than half the L3 (a cached b is read faster in panels): the dot streams b's rows in
+   * place (its streaming walk, taken for b blocks beyond 1 MiB), never staged; measured f32
+   * 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms */
   {
     const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
-    r->stream = da == TL_F32 && !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
-                bd->K * bd->N * 4 > l3 / 2; /* b comes from DRAM (a cached b is read faster in panels) */
+    /* f32 up to TL_MM_STREAM_M rows; bf16 / int8 up to 2, where carrying the accumulators
+     * through c between chunks of 8 rows of b costs little (measured at 4 rows: int8 slower) */
+    const int64_t sm = da == TL_F32 ? TL_MM_STREAM_M : 2;
+    r->stream = !r->packed && bd->M <= sm && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
+                bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */

@@ -21,8 +21,8 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_BK_F32 256
 #define TL_MM_BK_BF16 512
 #define TL_MM_BK_I8 1024
-/* Streaming skinny products (f32, row-major b read in place): up to this many rows of a, K blocks
- * of up to TL_MM_BK_STREAM rows (b is never staged, so the block costs no VMEM). */
+/* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of f32 a
+ * (bf16 / int8: 2), K blocks of up to TL_MM_BK_STREAM rows (b is never staged: no VMEM). */
 #define TL_MM_STREAM_M 4
 #define TL_MM_BK_STREAM 1024
 
@@ -37,7 +37,7 @@ typedef struct tl_mm_run {
   int iacc, icvt, itmp; /* scratch refs: accumulator (-1: accumulate in c), i32 -> f32, beta * c */
   /* packed b (tiled with tile_r = BK, tile_c = 16): not a plan operand, read in place */
   int packed;
-  /* b streamed in place (f32, M <= TL_MM_STREAM_M, unit column stride): TL_STAGE_NEVER, so
+  /* b streamed in place (few rows, unit column stride, past half the L3): TL_STAGE_NEVER, so
    * the body narrows the dot's operands to the valid extents of the step's blocks */
   int stream;
   const char *pb_base;     /* set before each run (outer batch offset applied) */

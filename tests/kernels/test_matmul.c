@@ -318,8 +318,9 @@ static void test_packed_per_call_vnni(void) {
   }
 }
 
-/* 1-4 rows of f32 a against a row-major b beyond half the L3: b streamed in place, never staged
- * (edge N and K blocks narrowed to their valid part); equal to the packed b bit for bit */
+/* 1-4 rows of f32 a (1-2 of bf16 / int8) against a row-major b beyond half the L3: b streamed in
+ * place, never staged (edge N and K blocks narrowed to their valid part); equal to the packed b
+ * bit for bit */
 static void test_stream(void) {
   tl_ctx_info info;
   tl_ctx_info_get(g_ctx, &info);
@@ -335,6 +336,12 @@ static void test_stream(void) {
     mc.bias = 1, mc.act = TL_ACT_RELU, mc.res = (int)i, mc.beta = i ? 0.5f : 0.0f;
     check_case(&mc, 0, "f32 streamed b, epilogue");
   }
+  /* bf16 and int8 (1-2 rows): twice the elements for the same bytes */
+  if (info.cpu.l3_bytes > 0 && 4099 * 2100 * 2 <= info.cpu.l3_bytes / 2) return;
+  mm_case mb = plain(TL_BF16, TL_BF16, TL_F32, 1, 4099, 2101);
+  check_case(&mb, 1, "bf16 streamed b");
+  mm_case mi = plain(TL_U8, TL_I8, TL_I32, 2, 4100, 4201);
+  check_case(&mi, 1, "int8 streamed b");
 }
 
 static void test_k0_and_empty(void) {

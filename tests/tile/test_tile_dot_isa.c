@@ -260,6 +260,14 @@ static void test_random_cases(void) {
           dot_case c = amx_case(&rng, pairs[p][0], pairs[p][1]);
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
+        /* few rows against a row-major b block past 1 MiB: walked 8 rows at a time (k odd and not
+         * a multiple of 4, so the chunks end inside a pair / quad only at the last one) */
+        const int64_t es = pairs[p][0] == TL_BF16 ? 2 : 1;
+        for (int64_t m = 1; m <= 3; m += 2) {
+          dot_case c = {.ta = pairs[p][0], .tb = pairs[p][1], .m = m, .n = 1000 + 7 * m, .k = (int64_t)(1100 / es) + 1,
+                        .accum = (int)(m == 3), .bkind = B_ROW, .pad_a = 1, .pad_b = 3, .pad_c = m};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
       }
     }
     tl_ctx_free(ctx);
