@@ -4,8 +4,9 @@
  *
  * Rows: tilec tl_attention (o f32); the unfused composition, per head: S = q k^T on a peer
  * matmul (oneDNN bf16 matmul, or OpenBLAS cblas_sgemm for f32), P = tl_softmax(S) (P in bf16 for
- * the bf16 product), o = P v on the peer again (non-causal only: the composition has no causal
- * form without an extra masking pass; prefill only up to S = 4096, whose f32 S is 64 MiB); PyTorch
+ * the bf16 product), o = P v on the peer again (causal: the whole S computed, then a timed pass
+ * sets the keys past the diagonal to -inf before the softmax; prefill only up to S = 4096, whose
+ * f32 S is 64 MiB); PyTorch
  * scaled_dot_product_attention in its own process where torch is installed. Prefill rates are
  * GFLOP/s = 4 H Sq Sk D (causal: the visible part) / median and the share of the bf16 (f32)
  * matrix-unit peak the machine probe measured; decode rates are GB/s of K and V read once and
@@ -185,6 +186,11 @@ static int tl_attn_call(void *arg, int64_t set) {
       const float *kh = (const float *)d->k[set] + h * Sk * D;
       gp->ob_sgemm(101, 111, 112, (int)Sq, (int)Sk, (int)D, d->scale, (const float *)qh, (int)D, kh, (int)D, 0.0f, d->s, (int)Sk);
     }
+    if (d->causal) /* the masking pass the composition needs: keys past i + Sk - Sq get -inf */
+      for (int64_t i = 0; i < Sq; i++) {
+        float *row = d->s + i * Sk;
+        for (int64_t j = i + Sk - Sq + 1 > 0 ? i + Sk - Sq + 1 : 0; j < Sk; j++) row[j] = -INFINITY;
+      }
     tl_status r = tl_softmax(d->env->ctx, &st_, &pt, -1);
     if (r != TL_OK) {
       snprintf(s->note, sizeof((tl_bimpl *)0)->note, "tl_softmax: %.140s", tl_ctx_error(d->env->ctx));
@@ -284,7 +290,7 @@ static int tl_attn_group(tl_benv *env, int decode, int64_t S, int64_t D, int cau
   }
   tl_attn_add(&g, &st[g.n], &d, TL_A_TILEC, 1, "tilec tl_attention");
   /* the unfused composition */
-  const int unfused = !causal && (decode || S <= TL_A_UNFUSED_MAX_S);
+  const int unfused = decode || S <= TL_A_UNFUSED_MAX_S;
   if (unfused && (bf16 ? gp->dnnl != NULL : gp->ob_sgemm != NULL)) {
     if (!(d.s = tl_attn_alloc((size_t)(d.Sq * d.Sk) * 4)) || !(d.p = tl_attn_alloc((size_t)(d.Sq * d.Sk) * es))) goto nomem;
     if (bf16) {
@@ -420,7 +426,8 @@ static void tl_attn_header(tl_benv *env) {
          "  before any timing; a WRONG row is not timed\n", bf16 ? "2e-2" : "1e-4");
   printf("tilec: tl_attention on a context of %d thread%s (plan cached by shape on the first, untimed, call)\n", env->threads,
          env->threads == 1 ? "" : "s");
-  printf("unfused: per head S = q k^T (%s), P = tl_softmax(S)%s, o = P v (same peer); non-causal, S <= %d;\n"
+  printf("unfused: per head S = q k^T (%s), [causal: keys past the diagonal set to -inf, timed,]\n"
+         "  P = tl_softmax(S)%s, o = P v (same peer); S <= %d;\n"
          "  untimed preparation: %s\n",
          bf16 ? "oneDNN matmul bf16 -> f32" : "OpenBLAS cblas_sgemm, alpha = scale", bf16 ? " -> bf16" : "", TL_A_UNFUSED_MAX_S,
          bf16 ? "K^T per head and q * scale rounded to bf16 (oneDNN's matmul here has no scale)" : "none");
