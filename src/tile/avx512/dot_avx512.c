@@ -106,9 +106,11 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *
                         int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum) {
   const int nv = nr > 16 ? 2 : 1;
   const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
+  tl_tile_prefetch_c(c, ldc * 4, TL_MIN(m, TL_A5_MR), nv);
   for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MR) {
     const int mr = (int)(m - i0 < TL_A5_MR ? m - i0 : TL_A5_MR);
     const float *ai = pa ? a + i0 * kc : a + i0 * lda;
+    tl_tile_prefetch_c(c + (i0 + TL_A5_MR) * ldc, ldc * 4, TL_MIN(m - i0 - TL_A5_MR, TL_A5_MR), nv);
     tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum);
   }
 }

@@ -173,9 +173,11 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
 static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
                        const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum) {
   int64_t i0 = 0;
+  tl_tile_prefetch_c(c, ldcb, TL_MIN(m, TL_BF_MR), nv);
   for (; i0 + TL_BF_MR <= m; i0 += TL_BF_MR) {
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
+    tl_tile_prefetch_c(ci + TL_BF_MR * ldcb, ldcb, TL_MIN(m - i0 - TL_BF_MR, TL_BF_MR), nv);
     switch (mode * 2 + nv - 1) {
     case 0: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
     case 1: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
