@@ -17,6 +17,11 @@
 #include "../../runtime/plan_impl.h"
 #include "../tile_impl.h"
 
+/* Groups of rows (pairs / quads) the packer does at a time, chunk by chunk. */
+#ifndef TL_P5_G
+#define TL_P5_G 16
+#endif
+
 /* 4 x 4 transpose of the 128-bit lanes of v[0..3] (in place). */
 static inline void tl_p5_lanes_t(__m512i *v) {
   const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
@@ -26,7 +31,7 @@ static inline void tl_p5_lanes_t(__m512i *v) {
 }
 
 /* 64 bytes of source row r from column c (pad elements beyond rows x cols). */
-static inline __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, int64_t es, __m512i padv) {
+static inline __attribute__((always_inline)) __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, int64_t es, __m512i padv) {
   if (r >= j->rows || c >= j->cols) return padv;
   const int64_t left = (j->cols - c) * es;
   const __mmask64 m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
@@ -38,7 +43,7 @@ static inline __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, in
  * 32 columns). The byte / word unpacks interleave within 128-bit lanes
  * (lane L of unpack x holds columns 16L + 4x.. (int8) or 8L + 4x.. (bf16)); the lane shuffles put
  * the columns back in order. */
-static inline int tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es, __m512i padv, __m512i *out) {
+static inline __attribute__((always_inline)) int tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es, __m512i padv, __m512i *out) {
   if (es == 1) {
     const __m512i r[4] = {tl_p5_row64(j, r0, c, 1, padv), tl_p5_row64(j, r0 + 1, c, 1, padv),
                           tl_p5_row64(j, r0 + 2, c, 1, padv), tl_p5_row64(j, r0 + 3, c, 1, padv)};
@@ -73,15 +78,27 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
   /* v rows x 64 bytes at a time: whole-vector loads and in-register interleaves */
   const __m512i padv = es == 1 ? _mm512_set1_epi8((char)pad) : _mm512_set1_epi16((short)pad);
   const int64_t width = tcols * tc, step = 64 / es;
+  const int64_t rowb = TL_MIN(width, j->cols) * es; /* bytes of a source row read */
+  const int64_t ng = tr / v;
+  /* TL_P5_G groups at a time, chunk by chunk: each chunk's stores then run down TL_P5_G
+   * consecutive group rows of each of its tiles (contiguous), where a chunk per group would step
+   * from tile to tile (tiles of a K block a multiple of 4 KiB apart: the same L1 sets) */
   for (int64_t ti = 0; ti < trows; ti++)
-    for (int64_t g = 0; g < tr / v; g++) {
-      const int64_t r0 = ti * tr + g * v;
+    for (int64_t g0 = 0; g0 < ng; g0 += TL_P5_G) {
+      const int64_t gn = TL_MIN(TL_P5_G, ng - g0);
+      /* the next block's rows (short runs a row stride apart, each in its own page: the hardware
+       * prefetchers do not follow them) */
+      for (int64_t r = ti * tr + (g0 + gn) * v; r < ti * tr + TL_MIN(g0 + gn + TL_P5_G, ng) * v && r < j->rows; r++)
+        for (int64_t o = 0; o < rowb; o += 64) _mm_prefetch(j->src + r * j->src_rs * es + o, _MM_HINT_T0);
       for (int64_t c = 0; c < width; c += step) {
-        __m512i out[4];
-        const int nq = tl_p5_group(j, r0, c, es, padv, out);
-        for (int q = 0; q < nq && c + 16 * q < width; q++) {
-          const int64_t cc = c + 16 * q;
-          _mm512_storeu_si512(j->dst + (ti * tcols + cc / tc) * tile + (g * tc + cc % tc) * 4, out[q]);
+        char *dq[4]; /* where the chunk's 16-column vectors go, at group row g0 */
+        const int nq = (int)TL_MIN(es == 1 ? 4 : 2, (width - c) / 16);
+        for (int q = 0; q < nq; q++)
+          dq[q] = j->dst + (ti * tcols + (c + 16 * q) / tc) * tile + (g0 * tc + (c + 16 * q) % tc) * 4;
+        for (int64_t g = 0; g < gn; g++) {
+          __m512i out[4];
+          tl_p5_group(j, ti * tr + (g0 + g) * v, c, es, padv, out);
+          for (int q = 0; q < nq; q++) _mm512_storeu_si512(dq[q] + g * tc * 4, out[q]);
         }
       }
     }
