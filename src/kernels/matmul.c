@@ -189,8 +189,13 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
     BK = K <= TL_MM_BK_STREAM ? K : TL_MM_BK_STREAM;
     /* b is never staged; a, c, the residual and the scratch blocks are a few rows each */
     const int64_t budget = (int64_t)(info->vmem_bytes * 9 / 10);
-    while (BN > 16 && BM * BK * ea + BM * BN * (ec * (1 + has_res) + nscratch * 4) + 2 * BN * 4 + BM * 4 > budget)
-      BN = tl_mm_round_up(BN / 2, 16);
+    for (;;) { /* a tiny budget: K blocks down to 256, then N blocks, then K again */
+      if (BM * BK * ea + BM * BN * (ec * (1 + has_res) + nscratch * 4) + 2 * BN * 4 + BM * 4 <= budget) break;
+      if (BK > 256) BK = tl_mm_round_up(BK / 2, gk);
+      else if (BN > 16) BN = tl_mm_round_up(BN / 2, 16);
+      else if (BK > gk) BK = tl_mm_round_up(BK / 2, gk);
+      else break; /* the plan reports TL_ERR_VMEM with the numbers */
+    }
     bd->run.BM = BM, bd->run.BN = BN, bd->run.BK = K == 0 ? 0 : BK;
     return;
   }

@@ -91,7 +91,7 @@ static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dt
                        float *m_new, uint16_t *pb) {
   const tl_vf32 ninf = tl_vf32_splat(-INFINITY);
   const int64_t L = lim < 0 ? 0 : lim < n ? lim : n;
-  const int stored = mask != NULL || !(scale > 0.0f);
+  int stored = mask != NULL || !(scale > 0.0f);
   tl_vf32 lane;
   for (int i = 0; i < TL_AK_W; i++) lane[i] = (float)i;
   tl_vf32 mx0 = ninf, mx1 = ninf;
@@ -118,7 +118,12 @@ static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dt
     }
   }
   float mx = tl_ak_hmax(TL_RK_MAXPS(mx1, mx0));
-  if (!stored) mx = mx * scale;
+  if (!stored && (mx = mx * scale) == INFINITY) {
+    /* a score times scale overflows: exp(inf - inf) must give NaN, which s * scale - ms fused
+     * into one multiply-add would not (it gives -inf), so the products are stored first */
+    for (c = 0; c < L; c++) s[c] *= scale;
+    stored = 1;
+  }
   const float mn = mx > m_old ? mx : m_old; /* a NaN m_old stays */
   const float ms = mn == -INFINITY ? 0.0f : mn; /* a row with no key yet: exp(-inf - 0) = 0 */
   const float sc = stored ? 1.0f : scale;

@@ -356,6 +356,33 @@ static void test_masked_and_nan(void) {
     }
 }
 
+/* A score that overflows f32 once scaled (q.k = 1e38, scale 4, no mask) makes its row NaN, as a
+ * NaN score does, on every path (a fused s * scale - max once turned it into a row of zeros). */
+static void test_score_overflow(void) {
+  for (int path = 0; path < 3; path++) {
+    const int64_t Sq = path == 1 ? 40 : path == 2 ? 2 : 6, Sk = 70, D = 16, bad = 1;
+    int64_t sq[4] = {1, 1, Sq, D}, sk[4] = {1, 1, Sk, D};
+    at_t q = at_make(TL_F32, 4, sq, 0), k = at_make(TL_F32, 4, sk, 0), v = at_make(TL_F32, 4, sk, 0), o = at_make(TL_F32, 4, sq, 0);
+    at_fill(&q, -1, 1), at_fill(&k, -1, 1), at_fill(&v, -1, 1), at_poison(&o);
+    int64_t iq[4] = {0, 0, bad, 0}, ik[4] = {0, 0, 5, 0};
+    at_set(&q, iq, 1e19);
+    at_set(&k, ik, 1e19);
+    tl_attention_opts opts = {.scale = 4.0f};
+    tl_status s = tl_attention(g_ctx, &q.t, &k.t, &v.t, &o.t, &opts);
+    CHECK(s == TL_OK, "[%s] overflow: %s", g_isa, tl_ctx_error(g_ctx));
+    const float *op = o.mem;
+    int nan_row = 1, finite_rest = 1;
+    for (int64_t i = 0; i < Sq; i++)
+      for (int64_t d = 0; d < D; d++) {
+        if (i == bad) nan_row &= isnan(op[i * D + d]);
+        else finite_rest &= isfinite(op[i * D + d]);
+      }
+    CHECK(nan_row && finite_rest, "[%s] %s: overflowing score row NaN: %d, other rows finite: %d", g_isa,
+          path == 1 ? "prefill" : path == 2 ? "decode (vector)" : "decode", nan_row, finite_rest);
+    free(q.mem), free(k.mem), free(v.mem), free(o.mem);
+  }
+}
+
 /* The decode path: Sq 1..16, bitwise identical for 1, 2 and 3 threads, and correct. */
 static void test_decode_threads(void) {
   const int64_t sqs[] = {1, 4, 16};
@@ -564,6 +591,7 @@ int main(void) {
     RUN_T(test_gqa);
     RUN_T(test_causal_edges);
     RUN_T(test_masked_and_nan);
+    RUN_T(test_score_overflow);
     RUN_T(test_decode_threads);
     RUN_T(test_causal_skip);
     RUN_T(test_cache_and_empty);
