@@ -2,8 +2,9 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride). b: row-major with unit
- * column stride read in place below TL_A5_PACK_M rows (1-4 rows: the skinny kernel); tiled in
- * 16-column tiles without interleave read in place; anything else (row-major from TL_A5_PACK_M
+ * column stride read in place below TL_A5_PACK_M rows (1-4 rows: the skinny kernel, or the
+ * streaming one for a b block past TL_A5_STREAM_BYTES); tiled in 16-column tiles without
+ * interleave read in place; anything else (row-major from TL_A5_PACK_M
  * rows, TL_DOT_TRANS_B, other tilings, strided) staged per panel of 32 columns x TL_A5_KC rows,
  * with a packed into 8-row micro-panels per TL_A5_MC x TL_A5_KC chunk. Other dtypes: 0.
  *
@@ -182,11 +183,12 @@ static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64
 }
 
 /* The streaming skinny kernel (1..4 rows of acc, b row-major read in place): b is walked row
- * after row, TL_A5_SR rows per sweep over all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept in
- * c itself between sweeps (L1/L2), so b is read as TL_A5_SR long contiguous runs at a time, which
- * the hardware prefetchers follow across pages (the 64-128-column panels of tl_a5_skinny are
- * short runs a row stride apart, each in a new page: 16 GB/s of the 31.7 DRAM gives). mr is a
- * compile-time constant at every call. */
+ * after row, sr rows per sweep (8 for 1-2 rows of acc, 4 for 3-4: a's broadcasts and the rows of
+ * b stay in registers; at most TL_A5_SR) over all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept
+ * in c itself between sweeps (L1/L2), so b is read as sr long contiguous runs at a time, which the
+ * hardware prefetchers follow across pages (the 64-128-column panels of tl_a5_skinny are short
+ * runs a row stride apart, each in a new page: 16 GB/s of the 31.7 DRAM gives). mr and sr are
+ * compile-time constants at every call. */
 #define TL_A5_SR 8
 static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int sr, int64_t n, int64_t kk, const float *a,
                                                                int64_t lda, const float *b, int64_t ldb, float *c,

@@ -5,8 +5,11 @@
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. a and acc row-major with
  * unit column stride (any row stride). b is read in place when it is tiled in the layout the
  * instruction wants (bf16: vnni 2, int8: vnni 4) with tile_c a multiple of 16 — the AMX B layout
- * (tile_r x 16) is one such; any other b (row-major, strided, TL_DOT_TRANS_B, other tilings) is
- * staged per panel of 32 columns on the stack in that layout first. Integer sign combinations:
+ * (tile_r x 16) is one such; with up to 16 rows of acc a row-major b with unit column stride is
+ * read in place too (pairs / quads built in registers; a block past TL_BF_STREAM_BYTES walked
+ * TL_BF_STREAM_K rows at a time); any other b (row-major with more rows, strided, TL_DOT_TRANS_B —
+ * by dword transposes when its column stride is 1 —, other tilings) is staged per panel of 32
+ * columns on the stack in that layout first. Integer sign combinations:
  * u8 x s8 directly; s8 x u8 with the operands swapped in VPDPBUSD (the product commutes); s8 x s8
  * as (a + 128) x b - 128 * colsum(b); u8 x u8 returns 0 (the scalar path takes it). f16 and f32
  * return 0.
