@@ -65,8 +65,8 @@ static inline __mmask16 tl_bf_mask(int64_t n) {
 
 /* acc += u8 quads of u x s8 quads of s (VPDPBUSD). Inline asm ties acc to one register: with the
  * intrinsic, GCC 12 copied every accumulator through another register (and the stack) on each
- * k step of the microkernel (measured with the per-call packing of b: int8 1024^3 pre-packed, 2
- * threads, 603 -> 750 GOP/s). */
+ * k step of the microkernel (measured: int8 1024^3 with b pre-packed, 2 threads, 603 -> 750
+ * GOP/s). */
 static inline __attribute__((always_inline)) __m512i tl_bf_dpbusd(__m512i acc, __m512i u, __m512i s) {
   __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
   return acc;
