@@ -96,7 +96,8 @@ static void tl_attn_block(const tl_prog *p, const tl_attn_run *run, const tl_att
     if (m4) mrow = (const char *)m4->data + (size_t)((r / rows.R) * m4->stride[1] + (r % rows.R) * m4->stride[2]) * mes;
     const float mo = m[r];
     float mn;
-    const float sum = vec->row(S + r * bk, bk, run->scale, mrow, m4 ? m4->dtype : TL_F32, lim, mo, &mn, P ? P + r * bk : NULL);
+    const float sum =
+        vec->row(S + r * bk, bk, run->scale, mrow, m4 ? m4->dtype : TL_F32, lim, mo, &mn, P ? P + r * bk : NULL);
     /* an unchanged max rescales nothing (exp(0) = 1; for -inf the row's l and acc are still 0) */
     const float alpha = mn == mo ? 1.0f : expf(mo - (mn == -INFINITY ? 0.0f : mn));
     l[r] = l[r] * alpha + sum;

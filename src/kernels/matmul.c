@@ -111,12 +111,12 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
   }
   /* a tiled b must be what tl_matmul_pack_b makes */
   if (b->layout.tiled) {
-    int vn = db == TL_F32 ? 1 : db == TL_BF16 ? 2 : 4;
-    int64_t tr = tl_mm_pack_tile_r(db, K);
-    if ((db == TL_F32 ? b->layout.vnni > 1 : b->layout.vnni != vn) || b->layout.tile_c != 16 || b->layout.tile_r != tr)
+    const tl_layout pl = tl_mm_pack_layout(db, K);
+    if ((db == TL_F32 ? b->layout.vnni > 1 : b->layout.vnni != pl.vnni) || b->layout.tile_c != 16 ||
+        b->layout.tile_r != pl.tile_r)
       return tl_ctx_fail(ctx, TL_ERR_INVALID,
-                         "tl_matmul: b is tiled %ux%u vnni %u; a tiled b must come from tl_matmul_pack_b (%s: %lldx16 vnni %d)",
-                         b->layout.tile_r, b->layout.tile_c, b->layout.vnni, tl_dtype_name(db), (long long)tr, vn);
+                         "tl_matmul: b is tiled %ux%u vnni %u; a tiled b must come from tl_matmul_pack_b (%s: %ux16 vnni %u)",
+                         b->layout.tile_r, b->layout.tile_c, b->layout.vnni, tl_dtype_name(db), pl.tile_r, pl.vnni);
   }
   if ((unsigned)o->act > TL_ACT_SILU) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: act is %d, unknown", (int)o->act);
   const int int_out = dc == TL_I32;
@@ -158,6 +158,12 @@ int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K) {
   const int64_t cap = dt == TL_F32 ? TL_MM_BK_F32 : dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
   int64_t r = (K + g - 1) / g * g;
   return r < g ? g : r > cap ? cap : r;
+}
+
+/* See matmul_impl.h. */
+tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K) {
+  return (tl_layout){.tiled = 1, .vnni = (uint8_t)(dt == TL_F32 ? 1 : dt == TL_BF16 ? 2 : 4),
+                     .tile_r = (uint16_t)tl_mm_pack_tile_r(dt, K), .tile_c = 16};
 }
 
 /* x rounded up to a multiple of m (> 0). */

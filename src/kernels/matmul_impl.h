@@ -102,5 +102,8 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b);
 /* K rows per tile row of a packed b of dtype dt (f32, bf16, i8, u8) with K rows. */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K);
+/* The layout tl_matmul_pack_b and the per-call packing make for a b of dtype dt with K rows:
+ * tiled, tile_c 16, tile_r = tl_mm_pack_tile_r, vnni 1 (f32) / 2 (bf16) / 4 (int8). */
+tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K);
 
 #endif /* TL_MATMUL_IMPL_H */

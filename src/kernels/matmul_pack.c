@@ -18,6 +18,11 @@
 /* Frees what tl_matmul_pack_b allocated (tl_aligned_alloc). NULL is a no-op. */
 void tl_free(void *p) { tl_aligned_free(p); }
 
+/* 1 when b of db can be packed for a of da (the pairs tl_matmul multiplies with a tiled b). */
+static int tl_mm_pack_pair(tl_dtype da, tl_dtype db) {
+  return (da == TL_F32 && db == TL_F32) || (da == TL_BF16 && db == TL_BF16) || ((da == TL_I8 || da == TL_U8) && db == TL_I8);
+}
+
 /* Checks b and the dtype pair, allocates the packed storage and copies b into it (layouts in the
  * opening comment). */
 tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed) {
@@ -29,9 +34,7 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   if (b->ndim < 2) return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul_pack_b: b has %d dims, needs at least 2 ([..., K, N])", b->ndim);
   if (b->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b is already tiled");
   const tl_dtype db = b->dtype;
-  int ok = (a_dtype == TL_F32 && db == TL_F32) || (a_dtype == TL_BF16 && db == TL_BF16) ||
-           ((a_dtype == TL_I8 || a_dtype == TL_U8) && db == TL_I8);
-  if (!ok)
+  if (!tl_mm_pack_pair(a_dtype, db))
     return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul_pack_b: b is %s for a of %s; supported: f32 x f32, bf16 x bf16, u8/i8 x i8",
                        tl_dtype_name(db), tl_dtype_name(a_dtype));
   const int64_t numel = tl_tensor_numel(b);
@@ -40,8 +43,7 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1], es = (int64_t)tl_dtype_size(db);
   int64_t nmat = 1;
   for (int d = 0; d < nd - 2; d++) nmat *= b->shape[d];
-  const tl_layout lay = {.tiled = 1, .vnni = db == TL_F32 ? 1 : db == TL_BF16 ? 2 : 4,
-                         .tile_r = (uint16_t)tl_mm_pack_tile_r(db, K), .tile_c = 16};
+  const tl_layout lay = tl_mm_pack_layout(db, K);
   const int64_t mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
   int64_t bytes;
   if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
@@ -143,10 +145,7 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
 
 /* See matmul_impl.h. */
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
-  const tl_dtype da = a->dtype, db = b->dtype;
-  const int pair = (da == TL_F32 && db == TL_F32) || (da == TL_BF16 && db == TL_BF16) ||
-                   ((da == TL_U8 || da == TL_I8) && db == TL_I8);
-  if (!pair || b->layout.tiled || b->ndim != 2) return 0;
+  if (!tl_mm_pack_pair(a->dtype, b->dtype) || b->layout.tiled || b->ndim != 2) return 0;
   const int64_t K = b->shape[0], N = b->shape[1];
   /* a small b stays in cache anyway, and packing it is a kernel run of its own per call */
   return K >= 16 && N >= 32 && K * N >= TL_MM_AUTOPACK_ELEMS && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
@@ -156,7 +155,8 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
   if (!tl_mm_autopack_applies(a, b)) return 0;
   const tl_dtype dt = b->dtype;
   const int64_t K = b->shape[0], N = b->shape[1], es = (int64_t)tl_dtype_size(dt);
-  const int64_t tr = tl_mm_pack_tile_r(dt, K), nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
+  const tl_layout lay = tl_mm_pack_layout(dt, K);
+  const int64_t tr = lay.tile_r, nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
   const size_t bytes = (size_t)(nkt * ntc * tr * 16 * es);
   tl_mm_pbuf *pb = tl_ctx_slot_get(ctx, &tl_mm_pbuf_slot);
   if (!pb) {
@@ -173,8 +173,6 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
     tl_aligned_free(pb->buf);
     pb->buf = nb, pb->cap = bytes;
   }
-  const tl_layout lay = {.tiled = 1, .vnni = (uint8_t)(dt == TL_F32 ? 1 : dt == TL_BF16 ? 2 : 4), .tile_r = (uint16_t)tr,
-                         .tile_c = 16};
   const int64_t tshape[3] = {nkt, ntc, tr * 16}, shape[2] = {K, N};
   const tl_tensor tiles = tl_tensor_make(pb->buf, dt, 3, tshape);
   const tl_blockspec specs[2] = {

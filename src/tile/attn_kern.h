@@ -14,28 +14,27 @@
 #include "vec_hooks.h"
 
 #define TL_AK_W 16
-#define TL_AK_AI static inline __attribute__((always_inline))
 
-TL_AK_AI tl_vf32 tl_ak_load(const float *p) {
+TL_RK_AI tl_vf32 tl_ak_load(const float *p) {
   tl_vf32 v;
   memcpy(&v, p, sizeof v);
   return v;
 }
-TL_AK_AI void tl_ak_store(float *p, tl_vf32 v) { memcpy(p, &v, sizeof v); }
+TL_RK_AI void tl_ak_store(float *p, tl_vf32 v) { memcpy(p, &v, sizeof v); }
 /* n (< 16) floats from p, the other lanes fill. */
-TL_AK_AI tl_vf32 tl_ak_load_tail(const float *p, int64_t n, float fill) {
+TL_RK_AI tl_vf32 tl_ak_load_tail(const float *p, int64_t n, float fill) {
   float t[TL_AK_W];
   for (int i = 0; i < TL_AK_W; i++) t[i] = fill;
   memcpy(t, p, (size_t)n * sizeof(float));
   return tl_ak_load(t);
 }
-TL_AK_AI void tl_ak_store_tail(float *p, int64_t n, tl_vf32 v) {
+TL_RK_AI void tl_ak_store_tail(float *p, int64_t n, tl_vf32 v) {
   float t[TL_AK_W];
   tl_ak_store(t, v);
   memcpy(p, t, (size_t)n * sizeof(float));
 }
 /* The largest of the 16 lanes, ignoring NaN lanes (tl_ak_row catches NaN through its sum). */
-TL_AK_AI float tl_ak_hmax(tl_vf32 v) {
+TL_RK_AI float tl_ak_hmax(tl_vf32 v) {
   const tl_vi32 h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
   const tl_vi32 h4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
   const tl_vi32 h2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
@@ -46,7 +45,7 @@ TL_AK_AI float tl_ak_hmax(tl_vf32 v) {
   v = TL_RK_MAXPS(__builtin_shuffle(v, h1), v);
   return v[0];
 }
-TL_AK_AI float tl_ak_hsum(tl_vf32 v) { /* pairwise: halves, then quarters, ... */
+TL_RK_AI float tl_ak_hsum(tl_vf32 v) { /* pairwise: halves, then quarters, ... */
   typedef float v8 __attribute__((vector_size(32)));
   typedef float v4 __attribute__((vector_size(16)));
   v8 a, b;
@@ -58,7 +57,7 @@ TL_AK_AI float tl_ak_hsum(tl_vf32 v) { /* pairwise: halves, then quarters, ... *
   return (c[0] + c[2]) + (c[1] + c[3]);
 }
 /* 16 mask values as f32. */
-TL_AK_AI tl_vf32 tl_ak_mask16(const void *mask, tl_dtype mdt, int64_t c, int64_t n) {
+TL_RK_AI tl_vf32 tl_ak_mask16(const void *mask, tl_dtype mdt, int64_t c, int64_t n) {
   if (mdt == TL_BF16) {
     uint16_t h[TL_AK_W] = {0};
     memcpy(h, (const uint16_t *)mask + c, (size_t)(n < TL_AK_W ? n : TL_AK_W) * 2);
@@ -71,7 +70,7 @@ TL_AK_AI tl_vf32 tl_ak_mask16(const void *mask, tl_dtype mdt, int64_t c, int64_t
 
 /* Stores 16 probabilities at column c of the P row: bf16 into pb, or f32 into s (w < 16: the
  * first w). */
-TL_AK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_vf32 e) {
+TL_RK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_vf32 e) {
   if (pb) {
     tl_vu16 h = TL_RK_TO_BF16(e);
     memcpy(pb + c, &h, (size_t)w * 2);
@@ -171,7 +170,7 @@ static void tl_ak_store_row(void *dst, tl_dtype dt, const float *src, int64_t n,
 }
 
 /* 16 (or the w < 16 left) elements of a K/V row at element offset c, as f32. */
-TL_AK_AI tl_vf32 tl_ak_row16(const void *row, tl_dtype dt, int64_t c, int64_t w) {
+TL_RK_AI tl_vf32 tl_ak_row16(const void *row, tl_dtype dt, int64_t c, int64_t w) {
   if (dt == TL_BF16) {
     tl_vu16 h;
     if (w < TL_AK_W) {
@@ -242,5 +241,12 @@ static void tl_ak_pv(float *acc, int64_t D, const float *p, const void *v, tl_dt
     }
   }
 }
+
+/* The tl_attn_impl of the including file's instance (each ISA file defines one with this). */
+#define TL_AK_TABLE(isa_, name_) \
+  { \
+    .isa = (isa_), .name = (name_), .row = tl_ak_row, .scale = tl_ak_scale, .store = tl_ak_store_row, .qk = tl_ak_qk, \
+    .pv = tl_ak_pv \
+  }
 
 #endif /* TL_ATTN_KERN_H */

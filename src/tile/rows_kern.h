@@ -117,7 +117,6 @@ TL_RK_AI tl_vi32 tl_rk_lanes(int64_t m) {
   return iota < (int32_t)m;
 }
 
-
 /* max(acc, v) per lane; a NaN in v is ignored (acc kept). */
 TL_RK_AI tl_vf32 tl_rk_max(tl_vf32 acc, tl_vf32 v) { return TL_RK_MAXPS(v, acc); }
 

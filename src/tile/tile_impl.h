@@ -89,4 +89,17 @@ static inline __attribute__((always_inline)) void tl_tile_prefetch_c(const void 
     for (int v = 0; v < nv; v++) __builtin_prefetch((const char *)c + r * ldcb + 64 * v, 1, 3);
 }
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+/* For the AVX-512 folders: 4 x 4 transpose of the 128-bit lanes of v[0..3], in place (lane L of
+ * v[i] becomes lane i of v[L]). The VNNI packer and the row-major int8 dot put the columns that
+ * byte / word unpacks spread over lanes back in order with it. */
+static inline __attribute__((always_inline)) void tl_x512_lanes_t(__m512i *v) {
+  const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
+  const __m512i t2 = _mm512_shuffle_i32x4(v[2], v[3], 0x44), t3 = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
+  v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88), v[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
+  v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88), v[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
+}
+#endif
+
 #endif /* TL_TILE_IMPL_H */

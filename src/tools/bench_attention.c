@@ -6,8 +6,8 @@
  * matmul (oneDNN bf16 matmul, or OpenBLAS cblas_sgemm for f32), P = tl_softmax(S) (P in bf16 for
  * the bf16 product), o = P v on the peer again (causal: the whole S computed, then a timed pass
  * sets the keys past the diagonal to -inf before the softmax; prefill only up to S = 4096, whose
- * f32 S is 64 MiB); PyTorch
- * scaled_dot_product_attention in its own process where torch is installed. Prefill rates are
+ * f32 S is 64 MiB); PyTorch scaled_dot_product_attention in its own process where torch is
+ * installed. Prefill rates are
  * GFLOP/s = 4 H Sq Sk D (causal: the visible part) / median and the share of the bf16 (f32)
  * matrix-unit peak the machine probe measured; decode rates are GB/s of K and V read once and
  * the share of the bandwidth of the level the K/V cache lives in (DRAM when it exceeds the

@@ -3,5 +3,4 @@
 #include "hooks_avx2.h"
 #include "../attn_kern.h"
 
-const tl_attn_impl tl_attn_avx2_impl = {.isa = TL_ISA_AVX2, .name = "avx2", .row = tl_ak_row, .scale = tl_ak_scale,
-                                     .store = tl_ak_store_row, .qk = tl_ak_qk, .pv = tl_ak_pv};
+const tl_attn_impl tl_attn_avx2_impl = TL_AK_TABLE(TL_ISA_AVX2, "avx2");

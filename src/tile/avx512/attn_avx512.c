@@ -3,5 +3,4 @@
 #include "hooks_avx512.h"
 #include "../attn_kern.h"
 
-const tl_attn_impl tl_attn_avx512_impl = {.isa = TL_ISA_AVX512, .name = "avx512", .row = tl_ak_row, .scale = tl_ak_scale,
-                                     .store = tl_ak_store_row, .qk = tl_ak_qk, .pv = tl_ak_pv};
+const tl_attn_impl tl_attn_avx512_impl = TL_AK_TABLE(TL_ISA_AVX512, "avx512");

@@ -22,16 +22,9 @@
 #define TL_P5_G 16
 #endif
 
-/* 4 x 4 transpose of the 128-bit lanes of v[0..3] (in place). */
-static inline void tl_p5_lanes_t(__m512i *v) {
-  const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
-  const __m512i t2 = _mm512_shuffle_i32x4(v[2], v[3], 0x44), t3 = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
-  v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88), v[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
-  v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88), v[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
-}
-
 /* 64 bytes of source row r from column c (pad elements beyond rows x cols). */
-static inline __attribute__((always_inline)) __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, int64_t es, __m512i padv) {
+static inline __attribute__((always_inline)) __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, int64_t es,
+                                                                 __m512i padv) {
   if (r >= j->rows || c >= j->cols) return padv;
   const int64_t left = (j->cols - c) * es;
   const __mmask64 m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
@@ -43,7 +36,8 @@ static inline __attribute__((always_inline)) __m512i tl_p5_row64(const tl_pack_j
  * 32 columns). The byte / word unpacks interleave within 128-bit lanes
  * (lane L of unpack x holds columns 16L + 4x.. (int8) or 8L + 4x.. (bf16)); the lane shuffles put
  * the columns back in order. */
-static inline __attribute__((always_inline)) int tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es, __m512i padv, __m512i *out) {
+static inline __attribute__((always_inline)) int tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es,
+                                                             __m512i padv, __m512i *out) {
   if (es == 1) {
     const __m512i r[4] = {tl_p5_row64(j, r0, c, 1, padv), tl_p5_row64(j, r0 + 1, c, 1, padv),
                           tl_p5_row64(j, r0 + 2, c, 1, padv), tl_p5_row64(j, r0 + 3, c, 1, padv)};
@@ -51,7 +45,7 @@ static inline __attribute__((always_inline)) int tl_p5_group(const tl_pack_job *
     const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
     out[0] = _mm512_unpacklo_epi16(t0, t2), out[1] = _mm512_unpackhi_epi16(t0, t2);
     out[2] = _mm512_unpacklo_epi16(t1, t3), out[3] = _mm512_unpackhi_epi16(t1, t3);
-    tl_p5_lanes_t(out);
+    tl_x512_lanes_t(out);
     return 4;
   }
   const __m512i a = tl_p5_row64(j, r0, c, 2, padv), b = tl_p5_row64(j, r0 + 1, c, 2, padv);

@@ -3,5 +3,4 @@
 #include "hooks_avx512bf16.h"
 #include "../attn_kern.h"
 
-const tl_attn_impl tl_attn_avx512bf16_impl = {.isa = TL_ISA_AVX512BF16, .name = "avx512bf16", .row = tl_ak_row, .scale = tl_ak_scale,
-                                     .store = tl_ak_store_row, .qk = tl_ak_qk, .pv = tl_ak_pv};
+const tl_attn_impl tl_attn_avx512bf16_impl = TL_AK_TABLE(TL_ISA_AVX512BF16, "avx512bf16");

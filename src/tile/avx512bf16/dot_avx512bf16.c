@@ -324,14 +324,6 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
  * adds quads in increasing k, as the tiled path does; int32 wraps, so the order does not change
  * the result anyway). */
 
-/* 4 x 4 transpose of the 128-bit lanes of v[0..3] (in place). */
-static inline void tl_q_lanes_t(__m512i *v) {
-  const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44), t1 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
-  const __m512i t2 = _mm512_shuffle_i32x4(v[2], v[3], 0x44), t3 = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
-  v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88), v[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
-  v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88), v[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
-}
-
 /* c[0..mr) x [0..64*ng) (+)= a @ b (8-bit, b row-major with row stride ldb bytes), in mode,
  * column masks mk[4 * ng] (16 columns each). Compile-time mode, mr, ng (tl_q_rm). */
 static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, int mr, int ng, int64_t kk,
@@ -351,7 +343,7 @@ static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, 
       for (int x = 0; x < 4; x++)
         acc[i][g][x] = i < mr && g < ng && accum ? _mm512_maskz_loadu_epi32(mk[4 * g + x], c + i * ldc + 64 * g + 16 * x)
                                                  : _mm512_setzero_si512();
-      if (i < mr && g < ng && accum) tl_q_lanes_t(acc[i][g]);
+      if (i < mr && g < ng && accum) tl_x512_lanes_t(acc[i][g]);
     }
   const __m512i bias = _mm512_set1_epi32((int)0x80808080u), ones = _mm512_set1_epi32(0x01010101);
   for (int64_t k = 0; k < kk; k += 4) {
@@ -399,7 +391,7 @@ static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, 
       if (mode == TL_BF_SS)
 #pragma GCC unroll 4
         for (int x = 0; x < 4; x++) acc[i][g][x] = _mm512_sub_epi32(acc[i][g][x], _mm512_slli_epi32(cs[g][x], 7));
-      tl_q_lanes_t(acc[i][g]);
+      tl_x512_lanes_t(acc[i][g]);
 #pragma GCC unroll 4
       for (int x = 0; x < 4; x++) _mm512_mask_storeu_epi32(c + i * ldc + 64 * g + 16 * x, mk[4 * g + x], acc[i][g][x]);
     }
