@@ -18,7 +18,7 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 
 /* K rows per B block (and per tile row of a packed b) for each dtype: one tile row of the packed
  * layout is one K block, so packed b is read in place block by block. */
-#define TL_MM_BK_F32 256
+#define TL_MM_BK_F32 512
 #define TL_MM_BK_BF16 512
 #define TL_MM_BK_I8 1024
 /* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of f32 a
