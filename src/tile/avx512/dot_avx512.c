@@ -43,11 +43,15 @@ static inline __mmask16 tl_a5_mask(int64_t n) {
 
 /* The microkernel: c[0..mr) x [0..16*nv) (+)= a[0..mr) x [0..kc) @ b[0..kc) x [0..16*nv), lanes
  * limited by m0 (first 16 columns) and m1 (next 16). Row strides lda, ldb, ldc in elements.
+ * pfo != 0: each vector of b read is followed by a prefetch into L2 of the one pfo bytes further
+ * (the next panel; tl_a5_panel gives it to the last of two or more row blocks, so that with few
+ * row blocks the first one of the next panel does not wait on memory while the others computed
+ * with memory idle: f32 pre-packed 16x4096x4096, 2 threads, 3.28 -> 2.83 ms, plain 4.69 -> 3.46).
  * mr and nv are compile-time constants at every call (tl_a5_block), so acc stays in registers. */
 static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int pa, int64_t kc, const float *a,
                                                              int64_t lda, const float *b, int64_t ldb,
                                                              int64_t bo, float *c, int64_t ldc,
-                                                             __mmask16 m0, __mmask16 m1, int accum) {
+                                                             __mmask16 m0, __mmask16 m1, int accum, int64_t pfo) {
   __m512 acc[TL_A5_MR][2];
 #pragma GCC unroll 8
   for (int i = 0; i < TL_A5_MR; i++) {
@@ -59,6 +63,10 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
     }
   }
   for (int64_t k = 0; k < kc; k++) {
+    if (pfo) { /* the next panel's vectors, one per vector read, into L2 */
+      _mm_prefetch((const char *)(b + k * ldb) + pfo, _MM_HINT_T1);
+      if (nv == 2) _mm_prefetch((const char *)(b + k * ldb + bo) + pfo, _MM_HINT_T1);
+    }
     /* packed a comes with a staged or tiled b, whose rows are whole 16-column vectors: plain
      * loads (lanes beyond the masks only reach columns that are never stored) */
     const __m512 b0 = pa ? _mm512_loadu_ps(b + k * ldb) : _mm512_maskz_loadu_ps(m0, b + k * ldb);
@@ -83,11 +91,12 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
 /* One register block: dispatches (mr, nv, pa) to a specialised copy of the microkernel. pa: a is
  * packed (tl_a5_pack_a: element (i, k) at a[k * TL_A5_MR + i]), else row-major with stride lda. */
 static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, int64_t bo, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1, int accum) {
+                        int64_t ldb, int64_t bo, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1, int accum,
+                        int64_t pfo) {
 #define TL_A5_CASE(MR_, NV_) \
   case (MR_) * 2 + (NV_) - 1: \
-    if (pa) tl_a5_kern(MR_, NV_, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum); \
-    else tl_a5_kern(MR_, NV_, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum); \
+    if (pa) tl_a5_kern(MR_, NV_, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, 0); \
+    else tl_a5_kern(MR_, NV_, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pfo); \
     break;
   switch (mr * 2 + nv - 1) {
     TL_A5_CASE(1, 1) TL_A5_CASE(1, 2) TL_A5_CASE(2, 1) TL_A5_CASE(2, 2)
@@ -95,8 +104,8 @@ static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int6
     TL_A5_CASE(5, 1) TL_A5_CASE(5, 2) TL_A5_CASE(6, 1) TL_A5_CASE(6, 2)
     TL_A5_CASE(7, 1) TL_A5_CASE(7, 2) TL_A5_CASE(8, 1)
   default:
-    if (pa) tl_a5_kern(8, 2, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum);
-    else tl_a5_kern(8, 2, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum);
+    if (pa) tl_a5_kern(8, 2, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, 0);
+    else tl_a5_kern(8, 2, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pfo);
     break;
   }
 #undef TL_A5_CASE
@@ -104,7 +113,7 @@ static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int6
 
 /* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
 static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum) {
+                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum, int64_t pfo) {
   const int nv = nr > 16 ? 2 : 1;
   const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
   tl_tile_prefetch_c(c, ldc * 4, TL_MIN(m, TL_A5_MR), nv);
@@ -112,7 +121,8 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *
     const int mr = (int)(m - i0 < TL_A5_MR ? m - i0 : TL_A5_MR);
     const float *ai = pa ? a + i0 * kc : a + i0 * lda;
     tl_tile_prefetch_c(c + (i0 + TL_A5_MR) * ldc, ldc * 4, TL_MIN(m - i0 - TL_A5_MR, TL_A5_MR), nv);
-    tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum);
+    const int64_t pf = m > TL_A5_MR && i0 + 2 * TL_A5_MR > m ? pfo : 0; /* the last full block of 2+ */
+    tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum, pf);
   }
 }
 
@@ -287,7 +297,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     }
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
-      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum);
+      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum,
+                  j0 + TL_A5_NR < n ? TL_A5_NR * 4 : 0);
     }
     return 1;
   }
@@ -299,7 +310,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   _Alignas(64) float buf[TL_A5_KC * TL_A5_NR];
   if (kk == 0) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR)
-      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum);
+      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum, 0);
     return 1;
   }
   /* few rows, or b already in contiguous 16-column tiles (then packing a measured 4-12% slower
@@ -312,11 +323,13 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
         if (tiled16) {
           kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
           const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
-          tl_a5_panel(m, nr, kc, 0, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0);
+          /* the next panel is the next two tiles (see tl_a5_kern's pfo) */
+          const int64_t pfo = j0 + TL_A5_NR < n ? 2 * tr * 16 * 4 : 0;
+          tl_a5_panel(m, nr, kc, 0, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0, pfo);
           continue;
         }
         tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
-        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0);
+        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0, 0);
       }
     }
     return 1;
@@ -339,7 +352,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
         } else {
           tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
         }
-        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0);
+        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0, 0);
       }
     }
   }

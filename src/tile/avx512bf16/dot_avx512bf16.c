@@ -85,12 +85,13 @@ static inline __attribute__((always_inline)) __m512i tl_bf_step(tl_bf_mode mode,
 
 /* The microkernel: c[0..mr) x [0..16*nv) (+)= a[0..mr) x [0..kk) @ b, b as described by src,
  * in mode. m0/m1 mask the stored columns. ge = elements per group (2 or 4), esz = bytes per
- * element (2 or 1). kk may be any count >= 0; the last group may be partial. mr, nv and mode are
- * compile-time constants at every call (tl_bf_block). */
+ * element (2 or 1). kk may be any count >= 0; the last group may be partial. pfo != 0: every
+ * vector of b read is followed by a prefetch into L2 of the one pfo bytes further (the next
+ * panel). mr, nv and mode are compile-time constants at every call (tl_bf_rows). */
 static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, int mr, int nv, int64_t kk,
                                                              const char *a, int64_t ldab, const tl_bf_bsrc *src,
                                                              char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1,
-                                                             int accum) {
+                                                             int accum, int64_t pfo) {
   const int ge = mode == TL_BF_BF16 ? 2 : 4, esz = mode == TL_BF_BF16 ? 2 : 1;
   __m512i acc[TL_BF_MR][2], cs[2];
   cs[0] = cs[1] = _mm512_setzero_si512();
@@ -109,6 +110,10 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
   while (g < full) {
     const int64_t cnt = full - g < src->kseg ? full - g : src->kseg;
     for (int64_t q = 0; q < cnt; q++) {
+      if (pfo) { /* the next panel's vectors, one group each, into L2 */
+        _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T1);
+        if (nv == 2) _mm_prefetch(s1 + q * src->rowb + pfo, _MM_HINT_T1);
+      }
       const __m512i bv0 = _mm512_loadu_si512(s0 + q * src->rowb);
       const __m512i bv1 = nv == 2 ? _mm512_loadu_si512(s1 + q * src->rowb) : _mm512_setzero_si512();
       if (mode == TL_BF_SS) {
@@ -173,39 +178,43 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
 }
 
 /* Dispatches (mode, mr, nv) to a specialised copy of the microkernel, one row block at a time
- * over m rows. */
+ * over m rows; with more than one row block the last full one prefetches pfo bytes ahead (0:
+ * none; see tl_bf_kern). */
 static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
-                       const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum) {
+                       const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum,
+                       int64_t pfo) {
   int64_t i0 = 0;
   tl_tile_prefetch_c(c, ldcb, TL_MIN(m, TL_BF_MR), nv);
   for (; i0 + TL_BF_MR <= m; i0 += TL_BF_MR) {
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
+    const int64_t pf = m > TL_BF_MR && i0 + 2 * TL_BF_MR > m ? pfo : 0; /* the last full block of 2+ */
     tl_tile_prefetch_c(ci + TL_BF_MR * ldcb, ldcb, TL_MIN(m - i0 - TL_BF_MR, TL_BF_MR), nv);
     switch (mode * 2 + nv - 1) {
-    case 0: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 1: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 2: tl_bf_kern(TL_BF_UB, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 3: tl_bf_kern(TL_BF_UB, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 4: tl_bf_kern(TL_BF_BU, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 5: tl_bf_kern(TL_BF_BU, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 6: tl_bf_kern(TL_BF_SS, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    default: tl_bf_kern(TL_BF_SS, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 0: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 1: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 2: tl_bf_kern(TL_BF_UB, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 3: tl_bf_kern(TL_BF_UB, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 4: tl_bf_kern(TL_BF_BU, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 5: tl_bf_kern(TL_BF_BU, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 6: tl_bf_kern(TL_BF_SS, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    default: tl_bf_kern(TL_BF_SS, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
     }
   }
   /* the M edge: one row at a time (at most TL_BF_MR - 1 rows, a small share of the work) */
   for (; i0 < m; i0++) {
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
+    const int64_t pf = 0;
     switch (mode * 2 + nv - 1) {
-    case 0: tl_bf_kern(TL_BF_BF16, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 1: tl_bf_kern(TL_BF_BF16, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 2: tl_bf_kern(TL_BF_UB, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 3: tl_bf_kern(TL_BF_UB, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 4: tl_bf_kern(TL_BF_BU, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 5: tl_bf_kern(TL_BF_BU, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    case 6: tl_bf_kern(TL_BF_SS, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
-    default: tl_bf_kern(TL_BF_SS, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum); break;
+    case 0: tl_bf_kern(TL_BF_BF16, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 1: tl_bf_kern(TL_BF_BF16, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 2: tl_bf_kern(TL_BF_UB, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 3: tl_bf_kern(TL_BF_UB, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 4: tl_bf_kern(TL_BF_BU, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 5: tl_bf_kern(TL_BF_BU, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    case 6: tl_bf_kern(TL_BF_SS, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
+    default: tl_bf_kern(TL_BF_SS, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
     }
   }
 }
@@ -552,12 +561,18 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
           .b1 = (const char *)b->data + (j1 / tc) * tile + (j1 % tc) * ge * es,
           .rowb = tc * ge * es, .kseg = tr / ge, .segb = tcols * tile};
       if (nv == 1) src.b1 = src.b0;
-      tl_bf_rows(mode, m, nv, kk, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum);
+      /* the last row block prefetches the next panel into L2 as it goes, one vector per vector
+       * it reads: with few row blocks (skinny M) the first block of each panel otherwise waits
+       * on memory and the others compute with memory idle (pre-packed int8 16x4096x4096, 2
+       * threads, b from DRAM: 0.95 -> 0.73 ms; bf16 1.92 -> 1.47 ms; 24-32 rows 13-30%) */
+      const int64_t jn = j0 + TL_BF_NR;
+      const int64_t pfo = jn < n ? (jn / tc - j0 / tc) * tile + (jn % tc - j0 % tc) * ge * es : 0;
+      tl_bf_rows(mode, m, nv, kk, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum, pfo);
       continue;
     }
     if (kk == 0) {
       tl_bf_bsrc src = {.b0 = buf, .b1 = buf, .rowb = 0, .kseg = 1, .segb = 0};
-      tl_bf_rows(mode, m, nv, 0, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum);
+      tl_bf_rows(mode, m, nv, 0, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum, 0);
     }
     const int64_t kc_max = (int64_t)TL_BF_KG * ge;
     for (int64_t k0 = 0; k0 < kk; k0 += kc_max) {
@@ -566,7 +581,7 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
       else tl_bf_stage_b(buf, b, tb, k0, kc, j0, nr, ge, es);
       const int64_t rowb = TL_BF_NR * ge * es;
       tl_bf_bsrc src = {.b0 = buf, .b1 = buf + 16 * ge * es, .rowb = rowb, .kseg = TL_BF_KG, .segb = TL_BF_KG * rowb};
-      tl_bf_rows(mode, m, nv, kc, pa + k0 * es, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum || k0 > 0);
+      tl_bf_rows(mode, m, nv, kc, pa + k0 * es, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum || k0 > 0, 0);
     }
   }
   return 1;
