@@ -8,6 +8,7 @@
 
 #include "test_util.h"
 #include "test_isa.h"
+#include "kernels/matmul_impl.h"
 
 #define TL_ARRAY_LEN_T(x) (sizeof(x) / sizeof((x)[0]))
 
@@ -299,6 +300,29 @@ static void test_packed_f32(void) {
   check_case(&bat, 1, "f32 packed per call, batched a");
 }
 
+/* 9-31 rows of a over several panels and K blocks, b pre-packed (and f32 b row-major in place):
+ * the paths where the last row block prefetches the next panel; equal to unpacked bit for bit.
+ * Also the balanced K blocks (the packed tile row) of tl_mm_pack_tile_r. */
+static void test_packed_skinny(void) {
+  CHECK(tl_mm_pack_tile_r(TL_F32, 2064) == 416 && tl_mm_pack_tile_r(TL_F32, 512) == 512 &&
+            tl_mm_pack_tile_r(TL_F32, 513) == 272 && tl_mm_pack_tile_r(TL_F32, 1) == 16 &&
+            tl_mm_pack_tile_r(TL_BF16, 1100) == 384 && tl_mm_pack_tile_r(TL_I8, 1025) == 576 &&
+            tl_mm_pack_tile_r(TL_I8, 1024) == 1024,
+        "[%s] tl_mm_pack_tile_r: balanced K blocks", g_isa);
+  static const int64_t ms[] = {9, 16, 24};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(ms); i++) {
+    mm_case mf = plain(TL_F32, TL_F32, TL_F32, ms[i], 200, 1100);
+    check_case(&mf, 1, "f32 packed, 9-31 rows");
+    if (!g_top && i > 0) continue;
+    mm_case mb = plain(TL_BF16, TL_BF16, TL_F32, ms[i], 200, 1100);
+    check_case(&mb, 1, "bf16 packed, 9-31 rows");
+    mm_case mu = plain(TL_U8, TL_I8, TL_I32, ms[i], 200, 1100);
+    check_case(&mu, 1, "u8 packed, 9-31 rows");
+    mm_case mss = plain(TL_I8, TL_I8, TL_I32, ms[i], 200, 2100);
+    check_case(&mss, 1, "s8 packed, 9-31 rows");
+  }
+}
+
 /* >= 256 rows of a: tl_matmul packs bf16 / int8 b itself too (the staging packer's VNNI pairs and
  * quads, edge tiles of K and N, several tile rows); equal to the explicitly packed b bit for bit */
 static void test_packed_per_call_vnni(void) {
@@ -494,6 +518,7 @@ int main(void) {
     RUN(test_int8);
     RUN(test_packed_f32);
     RUN(test_packed_per_call_vnni);
+    RUN(test_packed_skinny);
     RUN(test_stream);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
