@@ -21,6 +21,13 @@
 
 #include "../tile_impl.h"
 
+/* Where a panel's next panel is, for the kernel's prefetches: row k's bytes at p + k * ld, the
+ * second vector's at + o. */
+typedef struct tl_a5_pf {
+  const char *p;
+  int64_t ld, o;
+} tl_a5_pf;
+
 /* Blocking: TL_A5_MR rows x TL_A5_NR columns of acc live in 16 zmm registers over k; staged b
  * panels hold TL_A5_KC rows of TL_A5_NR columns (16 KiB, L1-resident). */
 #define TL_A5_MR 8
@@ -43,15 +50,17 @@ static inline __mmask16 tl_a5_mask(int64_t n) {
 
 /* The microkernel: c[0..mr) x [0..16*nv) (+)= a[0..mr) x [0..kc) @ b[0..kc) x [0..16*nv), lanes
  * limited by m0 (first 16 columns) and m1 (next 16). Row strides lda, ldb, ldc in elements.
- * pfo != 0: each vector of b read is followed by a prefetch into L2 of the one pfo bytes further
- * (the next panel; tl_a5_panel gives it to the last of two or more row blocks, so that with few
- * row blocks the first one of the next panel does not wait on memory while the others computed
- * with memory idle: f32 pre-packed 16x4096x4096, 2 threads, 3.28 -> 2.83 ms, plain 4.69 -> 3.46).
+ * pf != NULL: each row k of b read is followed by prefetches into L2 of pf->p + k * pf->ld bytes
+ * (and + pf->o for the second vector): the next panel, in place or (staged b) its source rows.
+ * tl_a5_panel gives it to the last of two or more row blocks, so that with few row blocks the
+ * first one of the next panel does not wait on memory while the others computed with memory idle
+ * (f32 pre-packed 16x4096x4096, 2 threads, 3.28 -> 2.83 ms, plain 4.69 -> 3.46), and a staged
+ * panel's source rows, a row stride apart, come from L2.
  * mr and nv are compile-time constants at every call (tl_a5_block), so acc stays in registers. */
 static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int pa, int64_t kc, const float *a,
                                                              int64_t lda, const float *b, int64_t ldb,
                                                              int64_t bo, float *c, int64_t ldc,
-                                                             __mmask16 m0, __mmask16 m1, int accum, int64_t pfo) {
+                                                             __mmask16 m0, __mmask16 m1, int accum, const tl_a5_pf *pf) {
   __m512 acc[TL_A5_MR][2];
 #pragma GCC unroll 8
   for (int i = 0; i < TL_A5_MR; i++) {
@@ -63,9 +72,9 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
     }
   }
   for (int64_t k = 0; k < kc; k++) {
-    if (pfo) { /* the next panel's vectors, one per vector read, into L2 */
-      _mm_prefetch((const char *)(b + k * ldb) + pfo, _MM_HINT_T1);
-      if (nv == 2) _mm_prefetch((const char *)(b + k * ldb + bo) + pfo, _MM_HINT_T1);
+    if (pf) { /* the next panel's vectors, one per vector read, into L2 */
+      _mm_prefetch(pf->p + k * pf->ld, _MM_HINT_T1);
+      if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o, _MM_HINT_T1);
     }
     /* packed a comes with a staged or tiled b, whose rows are whole 16-column vectors: plain
      * loads (lanes beyond the masks only reach columns that are never stored) */
@@ -92,11 +101,11 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
  * packed (tl_a5_pack_a: element (i, k) at a[k * TL_A5_MR + i]), else row-major with stride lda. */
 static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int64_t lda, const float *b,
                         int64_t ldb, int64_t bo, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1, int accum,
-                        int64_t pfo) {
+                        const tl_a5_pf *pf) {
 #define TL_A5_CASE(MR_, NV_) \
   case (MR_) * 2 + (NV_) - 1: \
-    if (pa) tl_a5_kern(MR_, NV_, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, 0); \
-    else tl_a5_kern(MR_, NV_, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pfo); \
+    if (pa) tl_a5_kern(MR_, NV_, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pf); \
+    else tl_a5_kern(MR_, NV_, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pf); \
     break;
   switch (mr * 2 + nv - 1) {
     TL_A5_CASE(1, 1) TL_A5_CASE(1, 2) TL_A5_CASE(2, 1) TL_A5_CASE(2, 2)
@@ -104,8 +113,8 @@ static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int6
     TL_A5_CASE(5, 1) TL_A5_CASE(5, 2) TL_A5_CASE(6, 1) TL_A5_CASE(6, 2)
     TL_A5_CASE(7, 1) TL_A5_CASE(7, 2) TL_A5_CASE(8, 1)
   default:
-    if (pa) tl_a5_kern(8, 2, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, 0);
-    else tl_a5_kern(8, 2, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pfo);
+    if (pa) tl_a5_kern(8, 2, 1, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pf);
+    else tl_a5_kern(8, 2, 0, kc, a, lda, b, ldb, bo, c, ldc, m0, m1, accum, pf);
     break;
   }
 #undef TL_A5_CASE
@@ -113,7 +122,7 @@ static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int6
 
 /* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
 static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum, int64_t pfo) {
+                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum, const tl_a5_pf *pfn) {
   const int nv = nr > 16 ? 2 : 1;
   const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
   tl_tile_prefetch_c(c, ldc * 4, TL_MIN(m, TL_A5_MR), nv);
@@ -121,7 +130,7 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *
     const int mr = (int)(m - i0 < TL_A5_MR ? m - i0 : TL_A5_MR);
     const float *ai = pa ? a + i0 * kc : a + i0 * lda;
     tl_tile_prefetch_c(c + (i0 + TL_A5_MR) * ldc, ldc * 4, TL_MIN(m - i0 - TL_A5_MR, TL_A5_MR), nv);
-    const int64_t pf = m > TL_A5_MR && i0 + 2 * TL_A5_MR > m ? pfo : 0; /* the last full block of 2+ */
+    const tl_a5_pf *pf = m > TL_A5_MR && i0 + 2 * TL_A5_MR > m ? pfn : NULL; /* the last full block of 2+ */
     tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum, pf);
   }
 }
@@ -297,8 +306,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     }
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
-      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum,
-                  j0 + TL_A5_NR < n ? TL_A5_NR * 4 : 0);
+      const tl_a5_pf pf = {(const char *)(pb + j0 + TL_A5_NR), b->stride[0] * 4, 64};
+      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum, j0 + TL_A5_NR < n ? &pf : NULL);
     }
     return 1;
   }
@@ -310,7 +319,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   _Alignas(64) float buf[TL_A5_KC * TL_A5_NR];
   if (kk == 0) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR)
-      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum, 0);
+      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum, NULL);
     return 1;
   }
   /* few rows, or b already in contiguous 16-column tiles (then packing a measured 4-12% slower
@@ -323,13 +332,14 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
         if (tiled16) {
           kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
           const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
-          /* the next panel is the next two tiles (see tl_a5_kern's pfo) */
-          const int64_t pfo = j0 + TL_A5_NR < n ? 2 * tr * 16 * 4 : 0;
-          tl_a5_panel(m, nr, kc, 0, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0, pfo);
+          /* the next panel is the next two tiles */
+          const tl_a5_pf pf = {(const char *)(bp + 2 * tr * 16), 16 * 4, tr * 16 * 4};
+          tl_a5_panel(m, nr, kc, 0, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0,
+                      j0 + TL_A5_NR < n ? &pf : NULL);
           continue;
         }
         tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
-        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0, 0);
+        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0, NULL);
       }
     }
     return 1;
@@ -352,7 +362,15 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
         } else {
           tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
         }
-        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0, 0);
+        /* staged row-major b: the last row block prefetches the next panel's source rows (this
+         * k chunk's next 32 columns, or the next k chunk's first) */
+        tl_a5_pf pf = {NULL, b->stride[0] * 4, 64}, *pfp = NULL;
+        if (!tiled16 && !tb && !b->layout.tiled && b->stride[1] == 1) {
+          const float *pb = (const float *)b->data;
+          if (j0 + TL_A5_NR < n) pf.p = (const char *)(pb + k0 * b->stride[0] + j0 + TL_A5_NR), pfp = &pf;
+          else if (k0 + kc < kk && kk - k0 - kc >= kc) pf.p = (const char *)(pb + (k0 + kc) * b->stride[0]), pfp = &pf;
+        }
+        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0, pfp);
       }
     }
   }
