@@ -420,9 +420,44 @@ int64_t tl_stage_pump(const tl_prog *p, int64_t bytes) {
   return left;
 }
 
-/* Software prefetch of the next step's input blocks (opt-in per blockspec). */
+/* ---- software prefetch of the next step's input blocks (opt-in per blockspec) ----
+ * Issued all at once before the body, a block's worth of prefetches would wait for the few miss
+ * buffers a core has; instead the executor queues the rows (per worker thread) and the tile ops
+ * drain the queue as they compute (tl_prefetch_pump), spreading them over the step. Whatever is
+ * left when the next step starts is dropped. */
+#define TL_PFQ_REGIONS 8
+typedef struct tl_pfq {
+  int n, r;               /* regions queued, the current one */
+  int64_t row, off, left; /* position in region r; lines left in all */
+  struct {
+    const char *p; /* first line of row 0 (64-byte aligned) */
+    int64_t rows, len, rs;
+  } reg[TL_PFQ_REGIONS];
+} tl_pfq;
+static _Thread_local tl_pfq tl_pf_q;
+
+/* See runtime_impl.h. */
+int64_t tl_prefetch_pending(void) { return tl_pf_q.left; }
+
+/* See runtime_impl.h. */
+void tl_prefetch_pump(int64_t lines) {
+  tl_pfq *q = &tl_pf_q;
+  for (; lines > 0 && q->left > 0; lines--, q->left--) {
+    const char *p = q->reg[q->r].p + q->row * q->reg[q->r].rs + q->off;
+    __builtin_prefetch(p, 0, 2); /* into L2: the block is used from the next step on */
+    if ((q->off += 64) >= q->reg[q->r].len) {
+      q->off = 0;
+      if (++q->row == q->reg[q->r].rows) q->row = 0, q->r++;
+    }
+  }
+}
+
+/* Queues (or, past TL_PFQ_REGIONS slabs, prefetches at once) the rows of the next step's input
+ * blocks whose spec asks for it. */
 static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64_t *gnext) {
   int64_t bi[TL_MAX_DIMS];
+  tl_pfq *q = &tl_pf_q;
+  q->n = q->r = 0, q->row = q->off = q->left = 0;
   for (int i = 0; i < pl->n_in; i++) {
     const tl_operand *o = &pl->op[i];
     if (!o->spec.prefetch || o->t.layout.tiled) continue;
@@ -435,11 +470,17 @@ static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64
     for (int64_t s = 0; s < tl_slabs(o); s++) {
       int64_t off = tl_slab_src(o, bi, valid, s);
       if (off < 0) continue;
-      for (int64_t r = 0; r < rc.rows; r++) {
-        const char *p = (const char *)o->t.data + (off + r * rc.rs) * (int64_t)o->esize;
-        int64_t len = ((rc.cols - 1) * rc.cs + 1) * (int64_t)o->esize;
-        for (int64_t b = 0; b < len; b += 64) __builtin_prefetch(p + b, 0, 3);
+      const char *p0 = (const char *)o->t.data + off * (int64_t)o->esize;
+      const int64_t len = ((rc.cols - 1) * rc.cs + 1) * (int64_t)o->esize, rs = rc.rs * (int64_t)o->esize;
+      if (rc.rows > 0 && len > 0 && q->n < TL_PFQ_REGIONS) {
+        const int64_t mis = (int64_t)((uintptr_t)p0 & 63);
+        q->reg[q->n].p = p0 - mis, q->reg[q->n].rows = rc.rows, q->reg[q->n].len = len + mis;
+        q->reg[q->n++].rs = rs;
+        q->left += rc.rows * ((len + mis + 63) / 64);
+        continue;
       }
+      for (int64_t r = 0; r < rc.rows; r++)
+        for (int64_t b = 0; b < len; b += 64) __builtin_prefetch(p0 + r * rs + b, 0, 3);
     }
   }
 }
@@ -490,6 +531,9 @@ static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws
   const tl_body_fn body = pl->k.body;
   void *user = pl->k.user;
   const tl_prog *saved = tl_cur_prog;
+  const tl_pfq saved_q = tl_pf_q; /* a nested grid keeps the outer step's queue */
+  tl_pf_q.left = 0;
+  int pf_burst = 0;
   tl_cur_prog = &st.prog;
   int64_t bi[TL_MAX_DIMS];
   for (int64_t step = s0; step < s1; step++) {
@@ -521,6 +565,7 @@ static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws
       st.prog.first[i - pl->n_in] = done == 0;
       st.prog.last[i - pl->n_in] = done + 1 == o->visits[lin];
     }
+    tl_pf_q.left = 0;
     if ((pl->any_prefetch || pl->n_pump) && step + 1 < s1) {
       int64_t gn[TL_MAX_DIMS];
       memcpy(gn, g, sizeof gn);
@@ -528,10 +573,17 @@ static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws
         if (++gn[a] < pl->k.grid[a]) break;
         gn[a] = 0;
       }
-      if (pl->any_prefetch) tl_prefetch_next(&st, pl, gn);
+      if (pl->any_prefetch) {
+        tl_prefetch_next(&st, pl, gn);
+        if (pf_burst) tl_prefetch_pump(INT64_MAX);
+      }
       if (pl->n_pump) tl_pump_prepare(&st, pl, gn);
     }
+    const int64_t pf_queued = tl_pf_q.left;
     body(&st.prog, st.refs, user);
+    /* a body that drained none of the queue (no tile op pumps it) gets the whole next block
+     * prefetched before it from the next step on */
+    if (pf_queued > 0 && tl_pf_q.left == pf_queued) pf_burst = 1;
     st.ws->steps++;
     for (int a = nd - 1; a >= 0; a--) {
       if (++g[a] < pl->k.grid[a]) break;
@@ -542,6 +594,7 @@ static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws
     for (int i = pl->n_in; i < pl->nops; i++)
       if (st.cur[i] >= 0) tl_leave(&st, pl, i);
   tl_cur_prog = saved;
+  tl_pf_q = saved_q;
 }
 
 static void tl_exec_worker(void *arg, int w, int nw) {

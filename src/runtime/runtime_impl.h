@@ -114,4 +114,9 @@ int tl_plan_tensor_bytes(const tl_plan *pl, int64_t *bytes);
 const tl_prog *tl_prog_current(void);
 /* The ISA level the program's context allows. */
 tl_isa tl_prog_isa(const tl_prog *p);
+/* Cache lines of the next step's input blocks (specs with prefetch = 1) still queued on this
+ * thread, and tl_prefetch_pump issuing up to `lines` of them (prefetcht1): the tile ops call it
+ * between pieces of their work, so the next block arrives during this step. */
+int64_t tl_prefetch_pending(void);
+void tl_prefetch_pump(int64_t lines);
 #endif /* TL_RUNTIME_IMPL_H */

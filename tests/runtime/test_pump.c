@@ -3,6 +3,7 @@
  * zero, and cost == stats. Row-major and tiled (VNNI) staging, edge blocks, several threads. */
 #include "exec_util.h"
 #include "test_util.h"
+#include "runtime/runtime_impl.h"
 
 typedef struct pump_cfg { int64_t chunk; int64_t first_left, steps_with_pending, nonmonotone; } pump_cfg;
 
@@ -91,8 +92,49 @@ static void test_pending_bytes(void) {
   tl_ctx_free(ctx);
 }
 
+/* prefetch = 1: the next step's block is queued line by line for the tile ops to pump
+ * (tl_prefetch_pump); a body that pumps nothing gets the block prefetched before it instead. */
+typedef struct pf_log { int pump; int64_t at[3], after[3]; } pf_log;
+
+static void prefetch_body(const tl_prog *p, tl_ref *refs, void *user) {
+  pf_log *log = user;
+  const int64_t i = tl_program_id(p, 0);
+  log->at[i] = tl_prefetch_pending();
+  if (log->pump) tl_prefetch_pump(1);
+  log->after[i] = tl_prefetch_pending();
+  (void)refs;
+}
+
+static void test_prefetch_queue(void) {
+  /* rows of 16 f32 (one 64-byte line each), blocks of 4 rows: the next block is 4 lines after
+   * step 0, 2 (the edge block) after step 1, nothing after the last */
+  float *x = aligned_alloc(64, sizeof(float) * 160);
+  for (int e = 0; e < 160; e++) x[e] = (float)e;
+  int64_t sh[2] = {10, 16};
+  tl_tensor tx = tl_tensor_make(x, TL_F32, 2, sh);
+  tl_blockspec is = {.ndim = 2, .block = {4, 16}, .map = "i -> i, 0", .prefetch = 1};
+  pf_log log = {.pump = 1};
+  tl_kernel k = {.name = "prefetch", .body = prefetch_body, .user = &log, .grid_ndim = 1, .grid = {3},
+                 .n_in = 1, .in = &is};
+  tl_ctx *ctx = make_ctx(1);
+  CHECK(tl_call(ctx, &k, &tx, NULL) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(log.at[0] == 4 && log.at[1] == 2 && log.at[2] == 0, "queued lines %lld %lld %lld", (long long)log.at[0],
+        (long long)log.at[1], (long long)log.at[2]);
+  CHECK(log.after[0] == 3 && log.after[1] == 1 && log.after[2] == 0, "pumped one line: %lld %lld %lld",
+        (long long)log.after[0], (long long)log.after[1], (long long)log.after[2]);
+  /* a body that never pumps: queued on step 0, then issued before the body */
+  log.pump = 0;
+  CHECK(tl_call(ctx, &k, &tx, NULL) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(log.at[0] == 4 && log.at[1] == 0 && log.at[2] == 0, "unpumped: %lld %lld %lld", (long long)log.at[0],
+        (long long)log.at[1], (long long)log.at[2]);
+  CHECK(tl_prefetch_pending() == 0, "nothing queued outside a run");
+  tl_ctx_free(ctx);
+  free(x);
+}
+
 int main(void) {
   RUN(test_pump);
   RUN(test_pending_bytes);
+  RUN(test_prefetch_queue);
   return test_summary("runtime_pump");
 }

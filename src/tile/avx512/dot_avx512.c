@@ -120,9 +120,11 @@ static void tl_a5_block(int mr, int nv, int pa, int64_t kc, const float *a, int6
 #undef TL_A5_CASE
 }
 
-/* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
+/* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr),
+ * issuing pq of the executor's queued prefetches (tl_prefetch_pump) before each row block. */
 static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum, const tl_a5_pf *pfn) {
+                        int64_t ldb, int64_t bo, float *c, int64_t ldc, int accum, const tl_a5_pf *pfn,
+                        int64_t pq) {
   const int nv = nr > 16 ? 2 : 1;
   const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
   tl_tile_prefetch_c(c, ldc * 4, TL_MIN(m, TL_A5_MR), nv);
@@ -131,6 +133,7 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *
     const float *ai = pa ? a + i0 * kc : a + i0 * lda;
     tl_tile_prefetch_c(c + (i0 + TL_A5_MR) * ldc, ldc * 4, TL_MIN(m - i0 - TL_A5_MR, TL_A5_MR), nv);
     const tl_a5_pf *pf = m > TL_A5_MR && i0 + 2 * TL_A5_MR > m ? pfn : NULL; /* the last full block of 2+ */
+    if (pq) tl_prefetch_pump(pq);
     tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum, pf);
   }
 }
@@ -289,6 +292,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   const float *pa = (const float *)a->data;
   float *pc = (float *)acc->data;
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
+  /* the executor's queued prefetches of the next step's blocks, spread over the row block calls */
+  const int64_t pq = TL_CDIV(tl_prefetch_pending(), TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_CDIV(kk, TL_A5_KC));
   if (!tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M) { /* b in place */
     const float *pb = (const float *)b->data;
     if (m <= 4 && n * kk * 4 > TL_A5_STREAM_BYTES) {
@@ -307,7 +312,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
       const tl_a5_pf pf = {(const char *)(pb + j0 + TL_A5_NR), b->stride[0] * 4, 64};
-      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum, j0 + TL_A5_NR < n ? &pf : NULL);
+      tl_a5_panel(m, nr, kk, 0, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum, j0 + TL_A5_NR < n ? &pf : NULL,
+                  pq);
     }
     return 1;
   }
@@ -319,7 +325,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   _Alignas(64) float buf[TL_A5_KC * TL_A5_NR];
   if (kk == 0) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR)
-      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum, NULL);
+      tl_a5_panel(m, n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR, 0, 0, pa, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum, NULL,
+                  pq);
     return 1;
   }
   /* few rows, or b already in contiguous 16-column tiles (then packing a measured 4-12% slower
@@ -335,11 +342,11 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
           /* the next panel is the next two tiles */
           const tl_a5_pf pf = {(const char *)(bp + 2 * tr * 16), 16 * 4, tr * 16 * 4};
           tl_a5_panel(m, nr, kc, 0, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0,
-                      j0 + TL_A5_NR < n ? &pf : NULL);
+                      j0 + TL_A5_NR < n ? &pf : NULL, pq);
           continue;
         }
         tl_a5_stage_b(buf, b, tb, k0, kc, j0, nr);
-        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0, NULL);
+        tl_a5_panel(m, nr, kc, 0, pa + k0, lda, buf, TL_A5_NR, 16, pc + j0, ldc, accum || k0 > 0, NULL, pq);
       }
     }
     return 1;
@@ -370,7 +377,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
           if (j0 + TL_A5_NR < n) pf.p = (const char *)(pb + k0 * b->stride[0] + j0 + TL_A5_NR), pfp = &pf;
           else if (k0 + kc < kk && kk - k0 - kc >= kc) pf.p = (const char *)(pb + (k0 + kc) * b->stride[0]), pfp = &pf;
         }
-        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0, pfp);
+        tl_a5_panel(mc, nr, kc, 1, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0, pfp, pq);
       }
     }
   }

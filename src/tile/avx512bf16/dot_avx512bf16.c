@@ -182,13 +182,14 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
  * none; see tl_bf_kern). */
 static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
                        const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum,
-                       int64_t pfo) {
+                       int64_t pfo, int64_t pq) {
   int64_t i0 = 0;
   tl_tile_prefetch_c(c, ldcb, TL_MIN(m, TL_BF_MR), nv);
   for (; i0 + TL_BF_MR <= m; i0 += TL_BF_MR) {
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
     const int64_t pf = m > TL_BF_MR && i0 + 2 * TL_BF_MR > m ? pfo : 0; /* the last full block of 2+ */
+    if (pq) tl_prefetch_pump(pq);
     tl_tile_prefetch_c(ci + TL_BF_MR * ldcb, ldcb, TL_MIN(m - i0 - TL_BF_MR, TL_BF_MR), nv);
     switch (mode * 2 + nv - 1) {
     case 0: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
@@ -548,6 +549,9 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
     return 1;
   }
   const int direct = !tb && bl.tiled && bl.vnni == ge && bl.tile_c % 16 == 0;
+  /* the executor's queued prefetches of the next step's blocks, spread over the kernel calls */
+  const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + 1);
+  const int64_t pq = TL_CDIV(pending, calls);
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
   for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
     const int64_t nr = n - j0 < TL_BF_NR ? n - j0 : TL_BF_NR;
@@ -567,12 +571,12 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
        * threads, b from DRAM: 0.95 -> 0.73 ms; bf16 1.92 -> 1.47 ms; 24-32 rows 13-30%) */
       const int64_t jn = j0 + TL_BF_NR;
       const int64_t pfo = jn < n ? (jn / tc - j0 / tc) * tile + (jn % tc - j0 % tc) * ge * es : 0;
-      tl_bf_rows(mode, m, nv, kk, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum, pfo);
+      tl_bf_rows(mode, m, nv, kk, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum, pfo, pq);
       continue;
     }
     if (kk == 0) {
       tl_bf_bsrc src = {.b0 = buf, .b1 = buf, .rowb = 0, .kseg = 1, .segb = 0};
-      tl_bf_rows(mode, m, nv, 0, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum, 0);
+      tl_bf_rows(mode, m, nv, 0, pa, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum, 0, 0);
     }
     const int64_t kc_max = (int64_t)TL_BF_KG * ge;
     for (int64_t k0 = 0; k0 < kk; k0 += kc_max) {
@@ -581,7 +585,7 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
       else tl_bf_stage_b(buf, b, tb, k0, kc, j0, nr, ge, es);
       const int64_t rowb = TL_BF_NR * ge * es;
       tl_bf_bsrc src = {.b0 = buf, .b1 = buf + 16 * ge * es, .rowb = rowb, .kseg = TL_BF_KG, .segb = TL_BF_KG * rowb};
-      tl_bf_rows(mode, m, nv, kc, pa + k0 * es, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum || k0 > 0, 0);
+      tl_bf_rows(mode, m, nv, kc, pa + k0 * es, ldab, &src, pc + j0 * 4, ldcb, m0, m1, accum || k0 > 0, 0, 0);
     }
   }
   return 1;
