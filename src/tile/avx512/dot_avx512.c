@@ -293,7 +293,9 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   float *pc = (float *)acc->data;
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
   /* the executor's queued prefetches of the next step's blocks, spread over the row block calls */
-  const int64_t pq = TL_CDIV(tl_prefetch_pending(), TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_CDIV(kk, TL_A5_KC));
+  const int64_t pending = tl_prefetch_pending();
+  const int64_t calls = TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_MAX(1, TL_CDIV(kk, TL_A5_KC));
+  const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
   if (!tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M) { /* b in place */
     const float *pb = (const float *)b->data;
     if (m <= 4 && n * kk * 4 > TL_A5_STREAM_BYTES) {
