@@ -178,8 +178,8 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
 }
 
 /* Dispatches (mode, mr, nv) to a specialised copy of the microkernel, one row block at a time
- * over m rows; with more than one row block the last full one prefetches pfo bytes ahead (0:
- * none; see tl_bf_kern). */
+ * over m rows; the last full row block (with fewer rows than a block, the last row) prefetches
+ * pfo bytes ahead (0: none; see tl_bf_kern). */
 static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
                        const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum,
                        int64_t pfo, int64_t pq) {
@@ -188,7 +188,7 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
   for (; i0 + TL_BF_MR <= m; i0 += TL_BF_MR) {
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
-    const int64_t pf = m > TL_BF_MR && i0 + 2 * TL_BF_MR > m ? pfo : 0; /* the last full block of 2+ */
+    const int64_t pf = i0 + 2 * TL_BF_MR > m ? pfo : 0; /* the last full block */
     if (pq) tl_prefetch_pump(pq);
     tl_tile_prefetch_c(ci + TL_BF_MR * ldcb, ldcb, TL_MIN(m - i0 - TL_BF_MR, TL_BF_MR), nv);
     switch (mode * 2 + nv - 1) {
@@ -206,7 +206,7 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
   for (; i0 < m; i0++) {
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
-    const int64_t pf = 0;
+    const int64_t pf = m < TL_BF_MR && i0 == m - 1 ? pfo : 0; /* fewer rows than a block: the last */
     switch (mode * 2 + nv - 1) {
     case 0: tl_bf_kern(TL_BF_BF16, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
     case 1: tl_bf_kern(TL_BF_BF16, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
