@@ -91,6 +91,7 @@ static double tl_probe_time(const tl_probe_state *st, tl_probe_task *t, int all,
     const double *rec = st->cpu + 3 * w;
     if (rec[0] < 0.9 * rec[1] || rec[2] - t0 > 0.1 * dt) *ok = 0;
   }
+  if (st->disturb) *ok = 0;
   return dt > 1e-9 ? dt : 1e-9;
 }
 
@@ -286,6 +287,7 @@ tl_status tl_machine_probe_opts(tl_ctx *ctx, const tl_probe_opts *opts, int forc
   st.info = ctx->info;
   st.threads = tl_pool_threads(ctx->pool);
   st.quick = opts->quick != 0;
+  st.disturb = opts->disturb != 0;
   st.trials = st.quick ? 3 : 7;
   st.trial_s = st.quick ? 0.008 : 0.02;
   st.progress = progress;
@@ -311,6 +313,15 @@ tl_status tl_machine_probe_opts(tl_ctx *ctx, const tl_probe_opts *opts, int forc
     int r = tl_probe_cache_read(path, m->cpu_key, m, why, sizeof why);
     if (r == 1) {
       tl_probe_note(&st, "read the probe cache %s", path);
+      /* a result measured under other work stands for every later caller: say so each time */
+      const char *d = strstr(m->description, " disturbed");
+      if (d) { /* the description ends "; N of M disturbed" (tl_probe_host) */
+        const char *n = d;
+        while (n > m->description && n[-1] != ';') n--;
+        while (*n == ' ') n++;
+        tl_probe_warn(&st, "the cached probe %s was disturbed by other work (%.*s measurements; its ceilings may "
+                      "be low): on a quiet machine run tilec probe --force", path, (int)(d - n), n);
+      }
       goto done;
     }
     if (r < 0) tl_probe_warn(&st, "probe cache %s ignored (%s); measured again", path, why);

@@ -22,6 +22,7 @@
 /* How hard tl_machine_probe_opts measures. Zero-initialised = the full probe. */
 typedef struct tl_probe_opts {
   int quick; /* 1: fewer and shorter trials, a coarser sweep and a smaller DRAM set (~4 s; tests) */
+  int disturb; /* 1: count every timed run as disturbed (tests of what a disturbed probe does) */
 } tl_probe_opts;
 
 /* tl_machine_probe with options (tl_machine_probe is this with opts NULL). */
@@ -44,6 +45,7 @@ typedef struct tl_probe_state {
   char warn[512];      /* warnings of this call, joined by "; " (ctx gets them at the end) */
   double retry_until;  /* disturbed runs are re-run only until this time (tl_probe_now) */
   int oversubscribed;  /* more threads than CPUs allowed: all-thread runs are never "disturbed" */
+  int disturb;         /* tl_probe_opts.disturb */
 } tl_probe_state;
 
 /* What one worker runs: `reps` repetitions of a kernel; returns the work done (ops or bytes).

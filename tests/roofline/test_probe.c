@@ -1,11 +1,11 @@
 /* test_probe.c — tl_machine_probe: argument checks, one full probe (units and levels plausible,
  * cache written), the cache read back fast and unchanged, force, corrupt and foreign cache files
- * (warning, then measured again), an ISA-capped context (the scalar unit only), the cache file's
- * writer and reader on their own (exact round trip; garbage of every kind refused), and
- * allocation failures. Every probe after the first uses the quick mode (tl_machine_probe_opts,
- * probe_impl.h) so the whole file stays well under a minute; all probes write to a temporary
- * cache dir. Peaks are compared with 1-thread figures, which other work on a shared machine
- * disturbs least. */
+ * (warning, then measured again), a disturbed probe (cached, with a warning on every read), an
+ * ISA-capped context (the scalar unit only), the cache file's writer and reader on their own
+ * (exact round trip; garbage of every kind refused), and allocation failures. Every probe after
+ * the first uses the quick mode (tl_machine_probe_opts, probe_impl.h) so the whole file stays
+ * well under a minute; all probes write to a temporary cache dir. Peaks are compared with
+ * 1-thread figures, which other work on a shared machine disturbs least. */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -211,6 +211,43 @@ static void test_corrupt_cache(void) {
   tl_ctx_free(ctx);
 }
 
+/* A probe whose every run of some measurement was disturbed (forced here by opts.disturb) says so
+ * in its description and warning; it is cached, and every read of that cache warns again. */
+static void test_disturbed(void) {
+  tl_ctx *ctx = new_ctx(NULL);
+  REQUIRE(ctx, "ctx");
+  tl_probe_opts qd = {.quick = 1, .disturb = 1};
+  tl_machine m, m2;
+  char path[600];
+  note_log log = {0};
+  REQUIRE(tl_machine_probe_opts(ctx, &qd, 1, note_cb, &log, &m) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(log.measured && strstr(m.description, " disturbed"), "measured, and the description says so: %s",
+        m.description);
+  CHECK(strstr(tl_ctx_warning(ctx), "probe disturbed") && strstr(tl_ctx_warning(ctx), "tilec probe --force"),
+        "warning: %s", tl_ctx_warning(ctx));
+  for (int i = 0; i < m.nunits; i++)
+    CHECK(m.units[i].peak > 0 && strstr(m.units[i].source, "disturbed"), "unit %s: peak %g, source '%s'",
+          m.units[i].name, m.units[i].peak, m.units[i].source);
+  cache_path(&m, path, sizeof path);
+  log = (note_log){0};
+  REQUIRE(tl_machine_probe(ctx, 0, note_cb, &log, &m2) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(log.cache_read && !log.measured && same_machine(&m, &m2), "cached as measured");
+  const char *w = tl_ctx_warning(ctx);
+  CHECK(strstr(w, "was disturbed by other work (") && strstr(w, " measurements; ") && strstr(w, path) &&
+            strstr(w, "tilec probe --force"),
+        "the cache read warns: %s", w);
+  /* an undisturbed probe replaces it, and reading that back warns of nothing */
+  tl_probe_opts q = {.quick = 1};
+  REQUIRE(tl_machine_probe_opts(ctx, &q, 1, NULL, NULL, &m) == TL_OK, "%s", tl_ctx_error(ctx));
+  tl_ctx_free(ctx); /* a context keeps its last warning: a fresh one for the read */
+  ctx = new_ctx(NULL);
+  REQUIRE(ctx, "ctx");
+  REQUIRE(tl_machine_probe(ctx, 0, NULL, NULL, &m2) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(!!strstr(m2.description, " disturbed") == !!strstr(tl_ctx_warning(ctx), "was disturbed"),
+        "a warning exactly when the cached probe was disturbed: '%s' / '%s'", m2.description, tl_ctx_warning(ctx));
+  tl_ctx_free(ctx);
+}
+
 /* TILEC_ISA=scalar (as opts.isa): the scalar unit only, its own cache file. */
 static void test_scalar_ctx(void) {
   tl_ctx *ctx = new_ctx("scalar");
@@ -350,6 +387,7 @@ int main(void) {
   RUN(test_full_probe_and_cache);
   RUN(test_force);
   RUN(test_corrupt_cache);
+  RUN(test_disturbed);
   RUN(test_scalar_ctx);
   RUN(test_nomem);
   fprintf(stderr, "    total %.1f s\n", tl_probe_now() - t0);
