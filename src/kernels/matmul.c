@@ -154,7 +154,7 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
 
 /* The K block: K split into ceil(K / TL_MM_BK_<dtype>) blocks of about equal size, rounded up to
  * 16 (f32) / 32 (bf16) / 64 (int8), at least that and at most TL_MM_BK_<dtype> (2064 rows of
- * f32: blocks of 240, not eight of 256 and a last one of 16, which would load and store the
+ * f32: five blocks of 416, not four of 512 and a last one of 16, which would load and store the
  * accumulator for 16 products). */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K) {
   const int64_t g = dt == TL_F32 ? 16 : dt == TL_BF16 ? 32 : 64;
@@ -190,7 +190,9 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   const int64_t ea = (int64_t)tl_dtype_size(da), ec = (int64_t)tl_dtype_size(dc);
   const int64_t gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
   int64_t BK = da == TL_F32 && !packed ? (K <= TL_MM_BK_F32 ? K : tl_mm_pack_tile_r(da, K)) : tl_mm_pack_tile_r(da, K);
-  int64_t BN = (!tiled_b && N <= 256) ? N : tl_mm_balanced(N, 256, 32);
+  /* N blocks: multiples of the 32-column register block, but never wider than N rounded up to
+   * a 16-column tile (N = 16 would otherwise stage and compute 32 columns) */
+  int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, 256, 32), tl_mm_round_up(N, 16));
   int64_t BM = M <= 128 ? M : tl_mm_balanced(M, 128, 8);
   if (BM < 1) BM = 1;
   if (BN < 1) BN = 1;

@@ -423,8 +423,8 @@ int64_t tl_stage_pump(const tl_prog *p, int64_t bytes) {
 /* ---- software prefetch of the next step's input blocks (opt-in per blockspec) ----
  * Issued all at once before the body, a block's worth of prefetches would wait for the few miss
  * buffers a core has; instead the executor queues the rows (per worker thread) and the tile ops
- * drain the queue as they compute (tl_prefetch_pump), spreading them over the step. Whatever is
- * left when the next step starts is dropped. */
+ * drain the queue as they compute (tl_prefetch_pump), spreading them over the step. What the
+ * body left is issued when it returns. */
 #define TL_PFQ_REGIONS 8
 typedef struct tl_pfq {
   int n, r;               /* regions queued, the current one */
@@ -582,8 +582,10 @@ static void tl_exec_chunk(tl_run *run, int w, int nw, char *arena, tl_wstats *ws
     const int64_t pf_queued = tl_pf_q.left;
     body(&st.prog, st.refs, user);
     /* a body that drained none of the queue (no tile op pumps it) gets the whole next block
-     * prefetched before it from the next step on */
+     * prefetched before it from the next step on; what a body left is issued now, so the next
+     * block is always asked for whole */
     if (pf_queued > 0 && tl_pf_q.left == pf_queued) pf_burst = 1;
+    tl_prefetch_pump(tl_pf_q.left);
     st.ws->steps++;
     for (int a = nd - 1; a >= 0; a--) {
       if (++g[a] < pl->k.grid[a]) break;

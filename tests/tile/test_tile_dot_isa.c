@@ -26,18 +26,22 @@ typedef struct dot_job {
 
 static void dot_body(const tl_prog *p, tl_ref *refs, void *user) {
   dot_job *j = user;
-  tl_tile_dot(p, j->acc, j->a, j->b, j->flags);
+  if (tl_program_id(p, 0) == 0) tl_tile_dot(p, j->acc, j->a, j->b, j->flags);
   ((float *)refs[1].data)[0] = 1.0f;
 }
 
-/* tl_tile_dot(acc, a, b, flags) in a one-step kernel on ctx. */
+/* tl_tile_dot(acc, a, b, flags) in the first step of a two-step kernel on ctx whose input asks
+ * for prefetch = 1, so the dot runs with the executor's prefetch queue holding the next step's
+ * block (the dots drain it between row blocks: tl_prefetch_pump). */
 static tl_status run_dot(tl_ctx *ctx, tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
-  static float din[1] = {0}, dout[1];
-  int64_t shape[1] = {1};
-  tl_tensor x = tl_tensor_make(din, TL_F32, 1, shape), y = tl_tensor_make(dout, TL_F32, 1, shape);
-  tl_blockspec spec = {.ndim = 1, .block = {1}};
+  static float din[64] = {0}, dout[2];
+  int64_t ishape[2] = {2, 64}, oshape[1] = {2};
+  tl_tensor x = tl_tensor_make(din, TL_F32, 2, ishape), y = tl_tensor_make(dout, TL_F32, 1, oshape);
+  tl_blockspec ispec = {.ndim = 2, .block = {1, 64}, .map = "i -> i, 0", .prefetch = 1};
+  tl_blockspec ospec = {.ndim = 1, .block = {1}};
   dot_job j = {acc, a, b, flags};
-  tl_kernel k = {.name = "dot", .body = dot_body, .user = &j, .n_in = 1, .in = &spec, .n_out = 1, .out = &spec};
+  tl_kernel k = {.name = "dot", .body = dot_body, .user = &j, .grid_ndim = 1, .grid = {2}, .n_in = 1, .in = &ispec,
+                 .n_out = 1, .out = &ospec};
   return tl_call(ctx, &k, &x, &y);
 }
 
@@ -248,6 +252,13 @@ static void test_random_cases(void) {
                           .accum = (int)(i & 1), .bkind = bk, .tile_r = trs[i % 3], .tile_c = 16, .vnni = 1};
             run_case(ctx, (tl_isa)isa, &c, &rng);
           }
+        /* one row block of 5-8 rows against row-major b in place (row gaps): the block prefetches
+         * the next panel too */
+        for (int64_t m = 5; m <= 8; m += 3) {
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = 70, .k = 37, .accum = (int)(m & 1), .bkind = B_ROW,
+                        .pad_b = 3, .pad_c = 1};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
         /* 1-4 rows against a row-major b block past 1 MiB: the streaming skinny kernel (k not a
          * multiple of its 8 / 4 rows per sweep, n not of 16, row gaps, both flags) */
         for (int64_t m = 1; m <= 4; m++) {
@@ -258,6 +269,14 @@ static void test_random_cases(void) {
       } else {
         for (int r = 0; r < 4; r++) {
           dot_case c = amx_case(&rng, pairs[p][0], pairs[p][1]);
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
+        /* fewer rows than a row block against b in 16-column VNNI tiles over several panels: the
+         * last row prefetches the next panel */
+        for (int64_t m = 1; m <= 7; m += 6) {
+          const int v = pairs[p][0] == TL_BF16 ? 2 : 4;
+          dot_case c = {.ta = pairs[p][0], .tb = pairs[p][1], .m = m, .n = 70, .k = 130, .accum = (int)(m == 7),
+                        .bkind = B_TILED, .tile_r = 16 * v, .tile_c = 16, .vnni = v, .pad_a = 2, .pad_c = 1};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
         /* few rows against a row-major b block past 1 MiB: walked 8 rows at a time (k odd and not
@@ -285,6 +304,11 @@ static void test_empty_k(void) {
       for (int accum = 0; accum < 2; accum++) {
         dot_case c = {.ta = ds[d], .tb = ds[d] == TL_U8 ? TL_I8 : ds[d], .m = 9, .n = 33, .k = 0,
                       .accum = accum, .bkind = B_ROW};
+        run_case(ctx, (tl_isa)isa, &c, &rng);
+        /* b in tiles as tl_matmul_pack_b makes them (the f32 K = 0 prefetch share once divided
+         * by zero) */
+        c.bkind = B_TILED, c.tile_r = ds[d] == TL_F32 ? 16 : ds[d] == TL_BF16 ? 32 : 64, c.tile_c = 16;
+        c.vnni = ds[d] == TL_F32 ? 1 : ds[d] == TL_BF16 ? 2 : 4;
         run_case(ctx, (tl_isa)isa, &c, &rng);
       }
     tl_ctx_free(ctx);

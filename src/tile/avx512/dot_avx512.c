@@ -54,7 +54,8 @@ static inline __mmask16 tl_a5_mask(int64_t n) {
  * limited by m0 (first 16 columns) and m1 (next 16). Row strides lda, ldb, ldc in elements.
  * pf != NULL: each row k of b read is followed by prefetches into L2 of pf->p + k * pf->ld bytes
  * (and + pf->o for the second vector): the next panel, in place or (staged b) its source rows.
- * tl_a5_panel gives it to the last of two or more row blocks, so that with few row blocks the
+ * tl_a5_panel gives it to the last full row block of two or more (or to a single block when
+ * pf->single: row-major b in place, 5-8 rows), so that with few row blocks the
  * first one of the next panel does not wait on memory while the others computed with memory idle
  * (f32 pre-packed 16x4096x4096, 2 threads, 3.28 -> 2.83 ms, plain 4.69 -> 3.46), and a staged
  * panel's source rows, a row stride apart, come from L2.
@@ -135,7 +136,8 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int pa, const float *
     const float *ai = pa ? a + i0 * kc : a + i0 * lda;
     tl_tile_prefetch_c(c + (i0 + TL_A5_MR) * ldc, ldc * 4, TL_MIN(m - i0 - TL_A5_MR, TL_A5_MR), nv);
     /* the last full block of two or more, or the only one when pfn allows it */
-    const tl_a5_pf *pf = (m > TL_A5_MR && i0 + 2 * TL_A5_MR > m) || (pfn && pfn->single && m <= TL_A5_MR) ? pfn : NULL;
+    const int last_full = m > TL_A5_MR && i0 + TL_A5_MR <= m && i0 + 2 * TL_A5_MR > m;
+    const tl_a5_pf *pf = last_full || (pfn && pfn->single && m <= TL_A5_MR) ? pfn : NULL;
     if (pq) tl_prefetch_pump(pq);
     tl_a5_block(mr, nv, pa, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum, pf);
   }
@@ -295,11 +297,21 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   const float *pa = (const float *)a->data;
   float *pc = (float *)acc->data;
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
-  /* the executor's queued prefetches of the next step's blocks, spread over the row block calls */
+  /* the executor's queued prefetches of the next step's blocks, spread over the row block calls:
+   * one per row block of each panel and k chunk (row-major b in place: one k chunk; tiled b: one
+   * per tile row, and per TL_A5_KC within it when a is packed); the executor issues what is left
+   * when the step ends */
+  const int tiled16 = !tb && b->layout.tiled && b->layout.tile_c == 16 && b->layout.vnni <= 1;
+  const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], 16);
+  const int in_place = !tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M;
+  const int64_t kparts = in_place                      ? 1
+                         : !tiled16                    ? TL_CDIV(kk, TL_A5_KC)
+                         : m < TL_A5_PACK_M || tr <= TL_A5_KC ? TL_CDIV(kk, tr)
+                                                       : TL_CDIV(kk, tr) * TL_CDIV(tr, TL_A5_KC);
   const int64_t pending = tl_prefetch_pending();
-  const int64_t calls = TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_MAX(1, TL_CDIV(kk, TL_A5_KC));
+  const int64_t calls = TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_MAX(1, kparts);
   const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
-  if (!tb && !b->layout.tiled && b->stride[1] == 1 && m < TL_A5_PACK_M) { /* b in place */
+  if (in_place) { /* b in place */
     const float *pb = (const float *)b->data;
     if (m <= 4 && n * kk * 4 > TL_A5_STREAM_BYTES) {
       switch (m) {
@@ -325,8 +337,6 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   /* b tiled in 16-column tiles without interleave (what tl_matmul_pack_b makes for f32) is read
    * in place: a 32-column panel is two consecutive tiles of one tile row, so k chunks stop at
    * tile-row ends. */
-  const int tiled16 = !tb && b->layout.tiled && b->layout.tile_c == 16 && b->layout.vnni <= 1;
-  const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], 16);
   _Alignas(64) float buf[TL_A5_KC * TL_A5_NR];
   if (kk == 0) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR)

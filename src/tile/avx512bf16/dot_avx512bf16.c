@@ -207,6 +207,7 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
     const int64_t pf = m < TL_BF_MR && i0 == m - 1 ? pfo : 0; /* fewer rows than a block: the last */
+    if (pq) tl_prefetch_pump(pq);
     switch (mode * 2 + nv - 1) {
     case 0: tl_bf_kern(TL_BF_BF16, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
     case 1: tl_bf_kern(TL_BF_BF16, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
@@ -549,8 +550,10 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
     return 1;
   }
   const int direct = !tb && bl.tiled && bl.vnni == ge && bl.tile_c % 16 == 0;
-  /* the executor's queued prefetches of the next step's blocks, spread over the kernel calls */
-  const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + 1);
+  /* the executor's queued prefetches of the next step's blocks, spread over the kernel calls of
+   * the direct path (a row block, or a row of the M edge; the staged path pumps none): the
+   * executor issues what is left when the step ends */
+  const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + m % TL_BF_MR);
   const int64_t pq = TL_CDIV(pending, calls);
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
   for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
