@@ -190,6 +190,7 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   const int64_t ea = (int64_t)tl_dtype_size(da), ec = (int64_t)tl_dtype_size(dc);
   const int64_t gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
   int64_t BK = da == TL_F32 && !packed ? (K <= TL_MM_BK_F32 ? K : tl_mm_pack_tile_r(da, K)) : tl_mm_pack_tile_r(da, K);
+  if (bd->run.edges && K > TL_MM_BK_F32) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32)); /* 1000: two of 500 */
   /* N blocks: multiples of the 32-column register block, but never wider than N rounded up to
    * a 16-column tile (N = 16 would otherwise stage and compute 32 columns) */
   int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, 256, 32), tl_mm_round_up(N, 16));
@@ -332,6 +333,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     r->stream = !r->packed && bd->M <= sm && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
+  r->edges = !r->stream && da == TL_F32 && !r->packed && a->stride[a->ndim - 1] == 1 && b->stride[b->ndim - 1] == 1;
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];
@@ -345,11 +347,12 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BM, BK}, .map = m3};
   /* the vector dot paths read a with unit column stride: a transposed (or strided) a is staged */
   if (a->stride[a->ndim - 1] != 1 && bd->K > 1) bd->in[n].stage = TL_STAGE_ALWAYS;
+  if (r->edges) bd->in[n].stage = TL_STAGE_NEVER;
   bd->tin[n++] = tl_mm_view3(a, inner, istr[0]);
   if (!r->packed) {
     r->ib = n;
     bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb};
-    if (r->stream) bd->in[n].stage = TL_STAGE_NEVER; /* edge blocks too: the body narrows to valid */
+    if (r->stream || r->edges) bd->in[n].stage = TL_STAGE_NEVER; /* edge blocks too: the body narrows to valid */
     /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
      * product, where staging would cost as much as the product): the AVX512-BF16 / VNNI dot
      * reads row-major b in place then */

@@ -139,9 +139,10 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
       if (accv.valid[1] > b.shape[1]) accv.valid[1] = b.shape[1];
     } else {
       b = tl_mm_2d(&refs[r->ib]);
-      if (r->stream) { /* b in place even at the edges: the product over its valid part only */
+      if (r->stream || r->edges) { /* a, b in place even at the edges: the product over their valid part */
         b.shape[0] = b.valid[0], b.shape[1] = b.valid[1];
-        a.shape[1] = a.valid[1] = b.valid[0];
+        a.shape[0] = a.valid[0], a.shape[1] = a.valid[1] = b.valid[0];
+        accv.shape[0] = accv.valid[0] = a.valid[0];
         accv.shape[1] = accv.valid[1] = b.valid[1];
       }
     }

@@ -316,7 +316,7 @@ static void test_tuned_config_used(void) {
   CHECK(ctx && tl_mm_config_used(ctx, &m.ta, &m.tb, &m.tc, NULL, cfg, &tuned) == TL_OK && tuned == 1, "TILEC_TUNE_DB");
   tl_ctx_free(ctx);
   /* a config the executor refuses (VMEM) falls back to the heuristic with a warning */
-  tl_ctx_opts o = {.threads = 2, .tune_db = path, .vmem_bytes = 16384};
+  tl_ctx_opts o = {.threads = 2, .tune_db = path, .vmem_bytes = 8192}; /* c's 64x48 block: 12 KiB */
   ctx = NULL;
   tl_ctx_new(&o, &ctx);
   REQUIRE(ctx, "small-VMEM ctx");
