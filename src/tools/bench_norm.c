@@ -2,9 +2,10 @@
  * tl_layernorm (gamma and beta) and tl_rmsnorm (gamma) over ROWSxCOLS f32 or bf16 arrays, next
  * to oneDNN 2.x's softmax (v2: softmax_accurate) and layer normalisation forward primitives
  * (inference, scale and shift) and a plain C loop on the same threads. oneDNN 2.6 has no RMS
- * normalisation: rmsnorm has no library peer here, and says so. PyTorch: the shared driver
- * (bench_peers.c) has no softmax or layer_norm op yet, so no torch row is made even where torch
- * is installed; the header says so.
+ * normalisation: rmsnorm has no library peer here but PyTorch, and says so. PyTorch, where
+ * python3 imports torch: the shared driver (bench_peers.c) times aten::_softmax.out and
+ * native_layer_norm.out into preallocated outputs, and torch.nn.functional.rms_norm (which
+ * allocates its output), in its own process on its own inputs, checked against float64.
  *
  * Every implementation is checked on buffer set 0 before timing (output poisoned with NaN, up to
  * 512 rows spread over the array compared with a float64 reference, the input checked
@@ -25,7 +26,7 @@
 #include "tools_impl.h"
 
 enum { TL_NB_SOFTMAX, TL_NB_LAYERNORM, TL_NB_RMSNORM };
-enum { TL_NB_TILEC, TL_NB_TILEC_NONT, TL_NB_CLOOP, TL_NB_DNNL };
+enum { TL_NB_TILEC, TL_NB_TILEC_NONT, TL_NB_CLOOP, TL_NB_DNNL, TL_NB_TORCH /* external: never called here */ };
 
 /* ---- oneDNN softmax and layer normalisation (2.x C API) ---- */
 
@@ -466,12 +467,18 @@ static int tl_nb_group(tl_benv *env, int op, int64_t rows, int64_t cols, tl_ndnn
       snprintf(im->note, sizeof im->note, "%.150s", err);
     }
   }
-  /* check every implementation on set 0 before timing anything */
+  if (env->peers.torch) { /* timed in its own process, which checks itself */
+    static const char *tnames[3] = {"torch softmax", "torch layer_norm", "torch rms_norm"};
+    tl_bimpl *im = tl_nb_add(&g, &st[g.n], &d, TL_NB_TORCH, 0, tnames[op]);
+    im->external = 1;
+    im->torch = (tl_btorch_req){.op = ops[op], .n = cols, .m = rows, .dtype = bf ? "bf16" : "f32", .threads = env->threads};
+  }
+  /* check every in-process implementation on set 0 before timing anything */
   const double tol = bf ? 1e-2 : 2e-5;
   tl_bench_progress(env, "%s %s: checking", g.op, g.size);
   for (int i = 0; i < g.n; i++) {
     tl_bimpl *im = &g.impl[i];
-    if (im->status != TL_BROW_OK) continue;
+    if (im->status != TL_BROW_OK || im->external) continue;
     tl_nb_fill(&d, 0);
     if (tl_nb_call(im->arg, 0) != 0) {
       im->status = TL_BROW_FAILED;
@@ -491,7 +498,7 @@ static int tl_nb_group(tl_benv *env, int op, int64_t rows, int64_t cols, tl_ndnn
   tl_nb_fill(&d, 0);
   if (tl_bgroup_run(env, &g) != 0) goto out;
   tl_nb_print_bound(env, &d, &g);
-  if (op == TL_NB_RMSNORM) printf("  (no library peer: oneDNN 2.6 has no RMS normalisation)\n");
+  if (op == TL_NB_RMSNORM) printf("  (no oneDNN row: oneDNN 2.6 has no RMS normalisation)\n");
   else if (!dnn || !dnn->h) printf("  (no oneDNN row: %s)\n", dnn_why);
   rc = env->status;
   goto out;
@@ -550,13 +557,17 @@ static void tl_nb_header(tl_benv *env) {
          "           streaming stores when x and y together exceed half the L3 CPUID reports\n");
   printf("peers      %s\n", env->peers.dnnl_desc);
   printf("           C loop: one row at a time, max / sum exp / scale (mean / variance / apply) in plain C\n");
-  printf("           torch: not run (the bench's PyTorch driver has no softmax or layer_norm op yet)\n");
+  printf("           %s\n", env->peers.torch_desc);
+  if (env->peers.torch)
+    printf("           torch: aten::_softmax.out / native_layer_norm.out into preallocated outputs, and\n"
+           "           torch.nn.functional.rms_norm (allocates its output), in its own process on its own inputs\n"
+           "           (checked against float64 there), timed with the same rules but not interleaved\n");
   printf("GB/s       reading x and writing y once per call; ratio = best peer's median / this median\n");
 }
 
 const tl_bsuite tl_bsuite_softmax = {
     .name = "softmax",
-    .summary = "y = softmax(x) over rows, f32 or bf16 (oneDNN softmax, C loop)",
+    .summary = "y = softmax(x) over rows, f32 or bf16 (oneDNN softmax, C loop, torch)",
     .size_syntax = "ROWSxCOLS",
     .sizes = "256x1024,2048x1024,512x8192,65536x1024,16384x4096",
     .quick_sizes = "64x256,16x4100",
@@ -568,7 +579,7 @@ const tl_bsuite tl_bsuite_softmax = {
 
 const tl_bsuite tl_bsuite_norm = {
     .name = "norm",
-    .summary = "layernorm (gamma, beta) and rmsnorm (gamma) over rows, f32 or bf16 (oneDNN layer_norm, C loop)",
+    .summary = "layernorm (gamma, beta) and rmsnorm (gamma) over rows, f32 or bf16 (oneDNN layer_norm, C loop, torch)",
     .size_syntax = "ROWSxCOLS",
     .sizes = "256x1024,2048x1024,512x8192,65536x1024,16384x4096",
     .quick_sizes = "64x256,16x4100",

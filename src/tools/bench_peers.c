@@ -392,10 +392,11 @@ void tl_bdnnl_op_free(tl_bpeers *p, tl_bdnnl_op *op) {
 /* ---- PyTorch (tl_btorch_run) ---- */
 
 /* The driver, run as `python3 -c DRIVER op n a threads copies inner warmup min_time max_time
- * min_reps max_reps stable pause m k dtype` (the last three for gemm only). It keeps the harness's rules (warm-up by time, batches of
- * `inner` calls rotating over `copies` buffer sets, a pause before each timed batch, stop when
- * the median is stable after min_reps and min_time, or at max_reps / max_time), checks its
- * output against a float64 reference first, and prints one JSON object. */
+ * min_reps max_reps stable pause m k dtype` (the last three for gemm, sdpa and the row ops:
+ * softmax, layernorm, rmsnorm over m rows of n). It keeps the harness's rules (warm-up by time,
+ * batches of `inner` calls rotating over `copies` buffer sets, a pause before each timed batch,
+ * stop when the median is stable after min_reps and min_time, or at max_reps / max_time),
+ * checks its output against a float64 reference first, and prints one JSON object. */
 static const char tl_torch_driver[] =
     "import json, sys, time\n"
     "def main():\n"
@@ -438,6 +439,29 @@ static const char tl_torch_driver[] =
     "        ref = torch.softmax(sc, -1) @ Vs[0].double()\n"
     "        err = ((call(0)[:, :, rows].double() - ref).norm() / max(ref.norm().item(), 1e-300)).item()\n"
     "        if not err <= (1e-4 if dt == 'f32' else 2e-2):\n"
+    "            out['wrong'] = True; print(json.dumps(out)); return\n"
+    "    elif op in ('softmax', 'layernorm', 'rmsnorm'):\n"
+    "        nr, dt = int(sys.argv[14]), sys.argv[16]\n"
+    "        tdt = torch.float32 if dt == 'f32' else torch.bfloat16\n"
+    "        gen = torch.Generator().manual_seed(1)\n"
+    "        def ten(r, c): return (torch.randint(-512, 512, (r, c), generator=gen).double() / 128).to(tdt)\n"
+    "        Xs = [ten(nr, n) for s in range(copies)]; Ys = [torch.empty(nr, n, dtype=tdt) for s in range(copies)]\n"
+    "        g = (1 + ten(1, n).view(-1) / 8).to(tdt); b = (ten(1, n).view(-1) / 8).to(tdt)\n"
+    "        mu = torch.empty(nr, 1, dtype=tdt); rs = torch.empty(nr, 1, dtype=tdt); A = torch.ops.aten\n"
+    "        def call(s):\n"
+    "            if op == 'softmax': A._softmax.out(Xs[s], -1, False, out=Ys[s])\n"
+    "            elif op == 'layernorm': A.native_layer_norm.out(Xs[s], [n], g, b, 1e-5, out0=Ys[s], out1=mu, out2=rs)\n"
+    "            else: Ys[s] = torch.nn.functional.rms_norm(Xs[s], [n], g, 1e-5)\n"
+    "        rows = sorted(set([(nr - 1) * i // 7 for i in range(8)]))\n"
+    "        x = Xs[0][rows].double()\n"
+    "        if op == 'softmax': ref = torch.softmax(x, -1)\n"
+    "        elif op == 'layernorm':\n"
+    "            c = x - x.mean(-1, keepdim=True)\n"
+    "            ref = c / torch.sqrt((c * c).mean(-1, keepdim=True) + 1e-5) * g.double() + b.double()\n"
+    "        else: ref = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * g.double()\n"
+    "        Ys[0].fill_(float('nan')); call(0)\n"
+    "        err = ((Ys[0][rows].double() - ref).norm() / max(ref.norm().item(), 1e-300)).item()\n"
+    "        if not err <= (2e-5 if dt == 'f32' else 1e-2):\n"
     "            out['wrong'] = True; print(json.dumps(out)); return\n"
     "    else:\n"
     "        xs = [pattern(s) for s in range(copies)]\n"
