@@ -34,7 +34,7 @@ static void dot_body(const tl_prog *p, tl_ref *refs, void *user) {
  * for prefetch = 1, so the dot runs with the executor's prefetch queue holding the next step's
  * block (the dots drain it between row blocks: tl_prefetch_pump). */
 static tl_status run_dot(tl_ctx *ctx, tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
-  static float din[64] = {0}, dout[2];
+  static float din[2 * 64] = {0}, dout[2];
   int64_t ishape[2] = {2, 64}, oshape[1] = {2};
   tl_tensor x = tl_tensor_make(din, TL_F32, 2, ishape), y = tl_tensor_make(dout, TL_F32, 1, oshape);
   tl_blockspec ispec = {.ndim = 2, .block = {1, 64}, .map = "i -> i, 0", .prefetch = 1};
