@@ -2,7 +2,7 @@
  * tl_layernorm (gamma and beta) and tl_rmsnorm (gamma) over ROWSxCOLS f32 or bf16 arrays, next
  * to oneDNN 2.x's softmax (v2: softmax_accurate) and layer normalisation forward primitives
  * (inference, scale and shift) and a plain C loop on the same threads. oneDNN 2.6 has no RMS
- * normalisation: rmsnorm has no library peer here but PyTorch, and says so. PyTorch, where
+ * normalisation: rmsnorm has no oneDNN row, and the table says so. PyTorch, where
  * python3 imports torch: the shared driver (bench_peers.c) times aten::_softmax.out and
  * native_layer_norm.out into preallocated outputs, and torch.nn.functional.rms_norm (which
  * allocates its output), in its own process on its own inputs, checked against float64.
