@@ -2,10 +2,11 @@
  * tl_layernorm (gamma and beta) and tl_rmsnorm (gamma) over ROWSxCOLS f32 or bf16 arrays, next
  * to oneDNN 2.x's softmax (v2: softmax_accurate) and layer normalisation forward primitives
  * (inference, scale and shift) and a plain C loop on the same threads. oneDNN 2.6 has no RMS
- * normalisation: rmsnorm has no oneDNN row, and the table says so. PyTorch, where
- * python3 imports torch: the shared driver (bench_peers.c) times aten::_softmax.out and
- * native_layer_norm.out into preallocated outputs, and torch.nn.functional.rms_norm (which
- * allocates its output), in its own process on its own inputs, checked against float64.
+ * normalisation: rmsnorm has no oneDNN row, and the table says so. PyTorch, where python3
+ * imports torch: the shared driver (bench_peers.c) times aten::_softmax.out into a preallocated
+ * output, and torch.nn.functional.layer_norm and rms_norm (the public calls, which allocate their
+ * output; native_layer_norm.out into a preallocated output measured slower), in its own process
+ * on its own inputs, checked against float64.
  *
  * Every implementation is checked on buffer set 0 before timing (output poisoned with NaN, up to
  * 512 rows spread over the array compared with a float64 reference, the input checked
@@ -559,9 +560,9 @@ static void tl_nb_header(tl_benv *env) {
   printf("           C loop: one row at a time, max / sum exp / scale (mean / variance / apply) in plain C\n");
   printf("           %s\n", env->peers.torch_desc);
   if (env->peers.torch)
-    printf("           torch: aten::_softmax.out / native_layer_norm.out into preallocated outputs, and\n"
-           "           torch.nn.functional.rms_norm (allocates its output), in its own process on its own inputs\n"
-           "           (checked against float64 there), timed with the same rules but not interleaved\n");
+    printf("           torch: aten::_softmax.out into a preallocated output, torch.nn.functional.layer_norm and\n"
+           "           rms_norm (they allocate their output), in its own process on its own inputs (checked\n"
+           "           against float64 there), timed with the same rules but not interleaved\n");
   printf("GB/s       reading x and writing y once per call; ratio = best peer's median / this median\n");
 }
 
