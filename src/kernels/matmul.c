@@ -189,8 +189,13 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   const int64_t M = bd->M, N = bd->N, K = bd->K;
   const int64_t ea = (int64_t)tl_dtype_size(da), ec = (int64_t)tl_dtype_size(dc);
   const int64_t gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
-  int64_t BK = da == TL_F32 && !packed ? (K <= TL_MM_BK_F32 ? K : tl_mm_pack_tile_r(da, K)) : tl_mm_pack_tile_r(da, K);
-  if (bd->run.edges && K > TL_MM_BK_F32) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32)); /* 1000: two of 500 */
+  /* f32 b not packed: K itself up to TL_MM_BK_F32; past it equal blocks, not rounded to 16 when a
+   * and b are read in place at every edge (K = 1000: two of 500, unless the VMEM fit below
+   * halves them, as it does with 128 x 256 blocks: it counts a and b although they are not
+   * staged; counting only staged blocks measured no faster) */
+  int64_t BK = tl_mm_pack_tile_r(da, K);
+  if (da == TL_F32 && !packed && K <= TL_MM_BK_F32) BK = K;
+  else if (bd->run.edges) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32));
   /* N blocks: multiples of the 32-column register block, but never wider than N rounded up to
    * a 16-column tile (N = 16 would otherwise stage and compute 32 columns) */
   int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, 256, 32), tl_mm_round_up(N, 16));

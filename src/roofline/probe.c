@@ -74,6 +74,10 @@ static void tl_probe_pool_fn(void *arg, int worker, int nworkers) {
   if (worker == 0) t->work0 = w;
 }
 
+/* The end of a probe's description when every run of some measurement was disturbed ("; N of M
+ * disturbed"): tl_probe_host writes it, a read of the cache looks for it to warn. */
+#define TL_PROBE_DISTURBED " disturbed"
+
 /* Seconds one run of t takes on 1 worker or on all of them; *work gets the total work, *ok 0
  * when the run was disturbed: a worker started late (after 10% of the run) or was off its CPU
  * for over 10% of its own time. A worker that finishes early (shared bandwidth is not shared
@@ -256,7 +260,7 @@ static tl_status tl_probe_host(tl_probe_state *st, tl_machine *m) {
   if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
   snprintf(m->name, sizeof m->name, "host");
   char dist[48] = "";
-  if (st->failed) snprintf(dist, sizeof dist, "; %d of %d disturbed", st->failed, st->measurements);
+  if (st->failed) snprintf(dist, sizeof dist, "; %d of %d" TL_PROBE_DISTURBED, st->failed, st->measurements);
   tl_msg(m->description, sizeof m->description, "%.48s; %d threads, %s; probed %s in %.1f s%s%s",
          st->info.cpu.brand[0] ? st->info.cpu.brand : "unknown CPU", st->threads, tl_isa_name(st->info.isa), when,
          secs, st->quick ? " (quick)" : "", dist);
@@ -314,7 +318,7 @@ tl_status tl_machine_probe_opts(tl_ctx *ctx, const tl_probe_opts *opts, int forc
     if (r == 1) {
       tl_probe_note(&st, "read the probe cache %s", path);
       /* a result measured under other work stands for every later caller: say so each time */
-      const char *d = strstr(m->description, " disturbed");
+      const char *d = strstr(m->description, TL_PROBE_DISTURBED);
       if (d) { /* the description ends "; N of M disturbed" (tl_probe_host) */
         const char *n = d;
         while (n > m->description && n[-1] != ';') n--;
