@@ -109,11 +109,11 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
   } else {
     return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: a is %s; supported: f32, bf16, u8, i8", tl_dtype_name(da));
   }
-  /* a tiled b must be what tl_matmul_pack_b makes */
+  /* a tiled b must be what tl_matmul_pack_b makes (or tl_matmul's own packing: longer tile rows) */
   if (b->layout.tiled) {
-    const tl_layout pl = tl_mm_pack_layout(db, K);
+    const tl_layout pl = tl_mm_pack_layout(db, K, 0);
     if ((db == TL_F32 ? b->layout.vnni > 1 : b->layout.vnni != pl.vnni) || b->layout.tile_c != 16 ||
-        b->layout.tile_r != pl.tile_r)
+        (b->layout.tile_r != pl.tile_r && b->layout.tile_r != tl_mm_pack_tile_r(db, K, 1)))
       return tl_ctx_fail(ctx, TL_ERR_INVALID,
                          "tl_matmul: b is tiled %ux%u vnni %u; a tiled b must come from tl_matmul_pack_b (%s: %ux16 vnni %u)",
                          b->layout.tile_r, b->layout.tile_c, b->layout.vnni, tl_dtype_name(db), pl.tile_r, pl.vnni);
@@ -155,19 +155,20 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
 /* The K block: K split into ceil(K / TL_MM_BK_<dtype>) blocks of about equal size, rounded up to
  * 16 (f32) / 32 (bf16) / 64 (int8), at least that and at most TL_MM_BK_<dtype> (2064 rows of
  * f32: five blocks of 416, not four of 512 and a last one of 16, which would load and store the
- * accumulator for 16 products). */
-int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K) {
+ * accumulator for 16 products); with long_k, at most TL_MM_LONG_K times that (bf16, int8). */
+int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K, int long_k) {
   const int64_t g = dt == TL_F32 ? 16 : dt == TL_BF16 ? 32 : 64;
-  const int64_t cap = dt == TL_F32 ? TL_MM_BK_F32 : dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
+  int64_t cap = dt == TL_F32 ? TL_MM_BK_F32 : dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
+  if (long_k && dt != TL_F32) cap *= TL_MM_LONG_K;
   if (K <= g) return g;
   const int64_t nb = (K + cap - 1) / cap, r = ((K + nb - 1) / nb + g - 1) / g * g;
   return r > cap ? cap : r;
 }
 
 /* See matmul_impl.h. */
-tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K) {
+tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K, int long_k) {
   return (tl_layout){.tiled = 1, .vnni = (uint8_t)(dt == TL_F32 ? 1 : dt == TL_BF16 ? 2 : 4),
-                     .tile_r = (uint16_t)tl_mm_pack_tile_r(dt, K), .tile_c = 16};
+                     .tile_r = (uint16_t)tl_mm_pack_tile_r(dt, K, long_k), .tile_c = 16};
 }
 
 /* x rounded up to a multiple of m (> 0). */
@@ -183,9 +184,10 @@ static int64_t tl_mm_balanced(int64_t n, int64_t cap, int64_t m) {
 /* Picks BM, BN, BK: balanced blocks of at most 128 x 256 (M x N) and one K block of up to
  * TL_MM_BK_* rows; with fewer parallel blocks than 2 x threads N and then M blocks shrink
  * (skinny M gets N blocks); then the blocks shrink until the working set fits 90% of the VMEM
- * budget (K first, unless b is packed, whose K block is fixed). */
+ * budget (K first, unless b is packed, whose K block is fixed). packed: 0, or a packed b's tile
+ * rows (its K block). */
 static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner, tl_dtype da, tl_dtype dc, int tiled_b,
-                         int packed, int nscratch, int has_res) {
+                         int64_t packed, int nscratch, int has_res) {
   const int64_t M = bd->M, N = bd->N, K = bd->K;
   const int64_t ea = (int64_t)tl_dtype_size(da), ec = (int64_t)tl_dtype_size(dc);
   const int64_t gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
@@ -193,7 +195,7 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
    * and b are read in place at every edge (K = 1000: two of 500, unless the VMEM fit below
    * halves them, as it does with 128 x 256 blocks: it counts a and b although they are not
    * staged; counting only staged blocks measured no faster) */
-  int64_t BK = tl_mm_pack_tile_r(da, K);
+  int64_t BK = packed ? packed : tl_mm_pack_tile_r(da, K, 0);
   if (da == TL_F32 && !packed && K <= TL_MM_BK_F32) BK = K;
   else if (bd->run.edges) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32));
   /* N blocks: multiples of the 32-column register block, but never wider than N rounded up to
@@ -339,7 +341,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
   r->edges = !r->stream && da == TL_F32 && !r->packed && a->stride[a->ndim - 1] == 1 && b->stride[b->ndim - 1] == 1;
-  tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed, nscr, o->residual != NULL);
+  tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];
     if (cfg[1] > 0) r->BN = cfg[1];
@@ -522,7 +524,7 @@ void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n) {
   const tl_mm_run *r = &bd->run;
   const tl_dtype da = bd->tin[r->ia].dtype, db = r->packed ? r->pb_dt : bd->tin[r->ib].dtype;
   snprintf(key, n, "%s.%s.%s m%lld n%lld k%lld z%lld%s", tl_dtype_name(da), tl_dtype_name(db), tl_dtype_name(r->c_dt),
-           (long long)bd->M, (long long)bd->N, (long long)bd->K, (long long)bd->k.grid[0], r->packed ? " packed" : "");
+           (long long)bd->M, (long long)bd->N, (long long)bd->K, (long long)bd->k.grid[0], r->packed ? (r->pb_tile_r == tl_mm_pack_tile_r(db, bd->K, 0) ? " packed" : " packed-long-k") : "");
 }
 
 /* See matmul_impl.h. */

@@ -21,6 +21,13 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_BK_F32 512
 #define TL_MM_BK_BF16 512
 #define TL_MM_BK_I8 1024
+/* tl_matmul's own packing of a bf16 / int8 b (tl_mm_autopack: 256 rows of a and more) makes tile
+ * rows up to this many times longer: each K block loads and stores the accumulator once per row
+ * block, and with many row blocks a panel comes from L2 either way (bf16 2048^3, 2 threads:
+ * 41.7 -> 40.0 ms). tl_matmul_pack_b keeps the shorter rows: with few rows of a a panel of
+ * them stays in L1 between the row blocks (pre-packed bf16 16x4096x4096 measured 1.51 -> 1.78
+ * ms with the longer rows). */
+#define TL_MM_LONG_K 2
 /* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of f32 a
  * (bf16 / int8: 2), K blocks of up to TL_MM_BK_STREAM rows (b is never staged: no VMEM). */
 #define TL_MM_STREAM_M 4
@@ -79,7 +86,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
 
 /* Tuning (matmul.c, matmul_tune.c; docs/tune.md). The DB key of a problem:
  * "<a>.<b>.<c> m<M> n<N> k<K> z<inner batch>[ packed]". */
-#define TL_MM_TUNE_VERSION 1
+#define TL_MM_TUNE_VERSION 2
 void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n);
 /* When ctx's tuning DB has a config for heur's problem that differs from heur's, builds it into
  * *out and returns 1; else 0 (then *out is unset). */
@@ -97,17 +104,22 @@ int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 /* The step body (matmul_body.c). */
 void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user);
-/* 1 when this call packs b first (f32 b, 2-D, row-major, shared by many rows of a): *packed is
- * then b in tl_matmul_pack_b's layout, in a buffer the context keeps until the next such call.
+/* tl_matmul_pack_b with the tile rows of tl_mm_pack_layout(dtype, K, long_k): the tuner packs
+ * with long_k 1 what tl_mm_autopack would. */
+tl_status tl_mm_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, int long_k, tl_tensor *packed);
+/* 1 when this call packs b first (b 2-D, shared by many rows of a): *packed is then b in
+ * tl_mm_pack_layout(dtype, K, 1), in a buffer the context keeps until the next such call.
  * 0: run with b as given (also when the copy failed: nothing is reported). */
 int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed);
 /* 1 when tl_mm_autopack packs b for this a (the decision alone; the tuner tunes the packed
  * problem then, since that is the plan tl_matmul runs). */
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b);
-/* K rows per tile row of a packed b of dtype dt (f32, bf16, i8, u8) with K rows. */
-int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K);
-/* The layout tl_matmul_pack_b and the per-call packing make for a b of dtype dt with K rows:
- * tiled, tile_c 16, tile_r = tl_mm_pack_tile_r, vnni 1 (f32) / 2 (bf16) / 4 (int8). */
-tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K);
+/* K rows per tile row of a packed b of dtype dt (f32, bf16, i8, u8) with K rows: the one
+ * tl_matmul_pack_b makes (long_k 0) or the per-call packing's (long_k 1: TL_MM_LONG_K). */
+int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K, int long_k);
+/* The layout tl_matmul_pack_b (long_k 0) and the per-call packing (long_k 1) make for a b of
+ * dtype dt with K rows: tiled, tile_c 16, tile_r = tl_mm_pack_tile_r, vnni 1 (f32) / 2 (bf16) /
+ * 4 (int8). */
+tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K, int long_k);
 
 #endif /* TL_MATMUL_IMPL_H */

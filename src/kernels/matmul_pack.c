@@ -23,9 +23,9 @@ static int tl_mm_pack_pair(tl_dtype da, tl_dtype db) {
   return (da == TL_F32 && db == TL_F32) || (da == TL_BF16 && db == TL_BF16) || ((da == TL_I8 || da == TL_U8) && db == TL_I8);
 }
 
-/* Checks b and the dtype pair, allocates the packed storage and copies b into it (layouts in the
- * opening comment). */
-tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed) {
+/* See matmul_impl.h: checks b and the dtype pair, allocates the packed storage and copies b into
+ * it (layouts in the opening comment). */
+tl_status tl_mm_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, int long_k, tl_tensor *packed) {
   if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul_pack_b: ctx is NULL");
   if (!b || !packed) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: %s is NULL", b ? "packed" : "b");
   char msg[256];
@@ -43,7 +43,7 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1], es = (int64_t)tl_dtype_size(db);
   int64_t nmat = 1;
   for (int d = 0; d < nd - 2; d++) nmat *= b->shape[d];
-  const tl_layout lay = tl_mm_pack_layout(db, K);
+  const tl_layout lay = tl_mm_pack_layout(db, K, long_k);
   const int64_t mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
   int64_t bytes;
   if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
@@ -72,6 +72,11 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
   for (int d = 0; d < nd; d++) packed->shape[d] = b->shape[d];
   tl_ctx_ok(ctx);
   return TL_OK;
+}
+
+/* The public packer: tl_mm_pack_b with the tile rows every product takes well, skinny included. */
+tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed) {
+  return tl_mm_pack_b(ctx, b, a_dtype, 0, packed);
 }
 
 /* ---- packing b inside a call (many rows of a) ----
@@ -155,7 +160,7 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
   if (!tl_mm_autopack_applies(a, b)) return 0;
   const tl_dtype dt = b->dtype;
   const int64_t K = b->shape[0], N = b->shape[1], es = (int64_t)tl_dtype_size(dt);
-  const tl_layout lay = tl_mm_pack_layout(dt, K);
+  const tl_layout lay = tl_mm_pack_layout(dt, K, 1);
   const int64_t tr = lay.tile_r, nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
   const size_t bytes = (size_t)(nkt * ntc * tr * 16 * es);
   tl_mm_pbuf *pb = tl_ctx_slot_get(ctx, &tl_mm_pbuf_slot);

@@ -147,7 +147,7 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
   u->c = tl_tensor_make(u->bufs[2], dc, 2, sc);
   if (tl_mm_autopack_applies(&u->a, &u->b)) { /* tl_matmul runs this problem with b packed: tune that */
     tl_tensor pb;
-    s = tl_matmul_pack_b(ctx, &u->b, da, &pb);
+    s = tl_mm_pack_b(ctx, &u->b, da, 1, &pb);
     if (s != TL_OK) {
       tl_msg(err, errn, "%s", tl_ctx_error(ctx));
       goto fail;

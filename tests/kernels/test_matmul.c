@@ -304,11 +304,16 @@ static void test_packed_f32(void) {
  * the paths where the last row block prefetches the next panel; equal to unpacked bit for bit.
  * Also the balanced K blocks (the packed tile row) of tl_mm_pack_tile_r. */
 static void test_packed_skinny(void) {
-  CHECK(tl_mm_pack_tile_r(TL_F32, 2064) == 416 && tl_mm_pack_tile_r(TL_F32, 512) == 512 &&
-            tl_mm_pack_tile_r(TL_F32, 513) == 272 && tl_mm_pack_tile_r(TL_F32, 1) == 16 &&
-            tl_mm_pack_tile_r(TL_BF16, 1100) == 384 && tl_mm_pack_tile_r(TL_I8, 1025) == 576 &&
-            tl_mm_pack_tile_r(TL_I8, 1024) == 1024,
+  CHECK(tl_mm_pack_tile_r(TL_F32, 2064, 0) == 416 && tl_mm_pack_tile_r(TL_F32, 512, 0) == 512 &&
+            tl_mm_pack_tile_r(TL_F32, 513, 0) == 272 && tl_mm_pack_tile_r(TL_F32, 1, 0) == 16 &&
+            tl_mm_pack_tile_r(TL_BF16, 1100, 0) == 384 && tl_mm_pack_tile_r(TL_I8, 1025, 0) == 576 &&
+            tl_mm_pack_tile_r(TL_I8, 1024, 0) == 1024,
         "[%s] tl_mm_pack_tile_r: balanced K blocks", g_isa);
+  /* tl_matmul's own packing: longer tile rows for bf16 / int8 (f32 unchanged) */
+  CHECK(tl_mm_pack_tile_r(TL_F32, 2064, 1) == 416 && tl_mm_pack_tile_r(TL_BF16, 1100, 1) == 576 &&
+            tl_mm_pack_tile_r(TL_BF16, 4096, 1) == 1024 && tl_mm_pack_tile_r(TL_I8, 1100, 1) == 1152 &&
+            tl_mm_pack_tile_r(TL_I8, 4097, 1) == 1408,
+        "[%s] tl_mm_pack_tile_r: long-K tile rows", g_isa);
   static const int64_t ms[] = {9, 16, 24};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(ms); i++) {
     mm_case mf = plain(TL_F32, TL_F32, TL_F32, ms[i], 200, 1100);
@@ -324,7 +329,8 @@ static void test_packed_skinny(void) {
 }
 
 /* >= 256 rows of a: tl_matmul packs bf16 / int8 b itself too (the staging packer's VNNI pairs and
- * quads, edge tiles of K and N, several tile rows); equal to the explicitly packed b bit for bit */
+ * quads, edge tiles of K and N, one or several of its longer tile rows); equal to the explicitly
+ * packed b (tl_matmul_pack_b's shorter tile rows) bit for bit */
 static void test_packed_per_call_vnni(void) {
   static const int64_t sh[][3] = {{300, 290, 230}, {260, 70, 1100}};
   /* below the top level (the portable packer; the scalar dot under the sanitizers is slow):
