@@ -200,7 +200,8 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   else if (bd->run.edges) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32));
   /* N blocks: multiples of the 32-column register block, but never wider than N rounded up to
    * a 16-column tile (N = 16 would otherwise stage and compute 32 columns) */
-  int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, 256, 32), tl_mm_round_up(N, 16));
+  const int64_t bn_cap = packed ? TL_MM_BN_PACKED : 256;
+  int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, bn_cap, 32), tl_mm_round_up(N, 16));
   int64_t BM = M <= 128 ? M : tl_mm_balanced(M, 128, 8);
   if (BM < 1) BM = 1;
   if (BN < 1) BN = 1;
@@ -227,7 +228,10 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   }
   const int64_t budget = (int64_t)(info->vmem_bytes * 9 / 10);
   for (;;) {
-    int64_t need = BM * BK * ea + BK * BN * ea + BM * BN * ec * (1 + has_res) + nscratch * BM * BN * 4 + 2 * BN * 4 + BM * 4;
+    /* a packed b is read in place panel by panel: two 32-column panels of it (the one computing,
+     * the next one prefetched) share L2 with the a and c blocks */
+    const int64_t bcols = packed ? TL_MIN(BN, 64) : BN;
+    int64_t need = BM * BK * ea + BK * bcols * ea + BM * BN * ec * (1 + has_res) + nscratch * BM * BN * 4 + 2 * BN * 4 + BM * 4;
     if (need <= budget) break;
     if (!packed && BK > gk * 2 && BK > 64) BK = tl_mm_round_up(BK / 2, gk);
     else if (BN > 16) BN = tl_mm_round_up(BN / 2, 16);

@@ -28,6 +28,8 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
  * them stays in L1 between the row blocks (pre-packed bf16 16x4096x4096 measured 1.51 -> 1.78
  * ms with the longer rows). */
 #define TL_MM_LONG_K 2
+/* N blocks of a packed b: up to this many columns (staged b: 256) */
+#define TL_MM_BN_PACKED 512
 /* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of f32 a
  * (bf16 / int8: 2), K blocks of up to TL_MM_BK_STREAM rows (b is never staged: no VMEM). */
 #define TL_MM_STREAM_M 4
