@@ -527,8 +527,9 @@ static tl_mm_entry *tl_mm_cache_lookup(tl_ctx *ctx, const tl_mm_key *key) {
 void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n) {
   const tl_mm_run *r = &bd->run;
   const tl_dtype da = bd->tin[r->ia].dtype, db = r->packed ? r->pb_dt : bd->tin[r->ib].dtype;
+  const char *pk = !r->packed ? "" : r->pb_tile_r == tl_mm_pack_tile_r(db, bd->K, 0) ? " packed" : " packed-long-k";
   snprintf(key, n, "%s.%s.%s m%lld n%lld k%lld z%lld%s", tl_dtype_name(da), tl_dtype_name(db), tl_dtype_name(r->c_dt),
-           (long long)bd->M, (long long)bd->N, (long long)bd->K, (long long)bd->k.grid[0], r->packed ? (r->pb_tile_r == tl_mm_pack_tile_r(db, bd->K, 0) ? " packed" : " packed-long-k") : "");
+           (long long)bd->M, (long long)bd->N, (long long)bd->K, (long long)bd->k.grid[0], pk);
 }
 
 /* See matmul_impl.h. */

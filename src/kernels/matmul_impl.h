@@ -87,7 +87,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
                             const tl_matmul_opts *o, const int64_t *cfg, tl_mm_build *out);
 
 /* Tuning (matmul.c, matmul_tune.c; docs/tune.md). The DB key of a problem:
- * "<a>.<b>.<c> m<M> n<N> k<K> z<inner batch>[ packed]". */
+ * "<a>.<b>.<c> m<M> n<N> k<K> z<inner batch>[ packed| packed-long-k]" (packed-long-k: b in the
+ * per-call packing's longer tile rows). Version 2: those rows and the wider packed N blocks. */
 #define TL_MM_TUNE_VERSION 2
 void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n);
 /* When ctx's tuning DB has a config for heur's problem that differs from heur's, builds it into

@@ -352,6 +352,43 @@ static void test_packed_per_call_vnni(void) {
   }
 }
 
+/* b in the per-call packing's longer tile rows (tl_mm_pack_b with long_k), given to tl_matmul
+ * directly (accepted, like tl_matmul_pack_b's): equal bit for bit to the shorter rows, for few
+ * and many rows of a; the tuning key tells the two apart (" packed-long-k" / " packed"). */
+static void test_packed_long_k(void) {
+  static const tl_dtype das[] = {TL_BF16, TL_U8};
+  static const int64_t ms[] = {20, 300};
+  for (size_t d = 0; d < TL_ARRAY_LEN_T(das); d++)
+    for (size_t i = 0; i < TL_ARRAY_LEN_T(ms); i++) {
+      if (!g_top && i > 0) continue; /* (the scalar dot under the sanitizers is slow) */
+      const tl_dtype da = das[d], db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
+      const int64_t M = ms[i], N = 70, K = 2100, sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+      mm_t a = mk(da, 2, sa, 0, -1), b = mk(db, 2, sb, 0, -1), c1 = mk(dc, 2, sc, 0, -1), c2 = mk(dc, 2, sc, 0, -1);
+      tl_tensor ps, pl;
+      const tl_status p1 = tl_matmul_pack_b(g_ctx, &b.t, da, &ps), p2 = tl_mm_pack_b(g_ctx, &b.t, da, 1, &pl);
+      CHECK(p1 == TL_OK && p2 == TL_OK && pl.layout.tile_r == tl_mm_pack_tile_r(db, K, 1) &&
+                ps.layout.tile_r == tl_mm_pack_tile_r(db, K, 0) && pl.layout.tile_r > ps.layout.tile_r,
+            "[%s] %s long-K pack: tile rows %u / %u", g_isa, tl_dtype_name(da), pl.layout.tile_r, ps.layout.tile_r);
+      if (p1 == TL_OK && p2 == TL_OK) {
+        const tl_status s1 = tl_matmul(g_ctx, &a.t, &ps, &c1.t, NULL), s2 = tl_matmul(g_ctx, &a.t, &pl, &c2.t, NULL);
+        CHECK(s1 == TL_OK && s2 == TL_OK && !memcmp(c1.mem, c2.mem, (size_t)tl_tensor_nbytes(&c1.t)),
+              "[%s] %s M %lld: long-K packed b equals tl_matmul_pack_b's (%s)", g_isa, tl_dtype_name(da), (long long)M,
+              tl_ctx_error(g_ctx));
+        const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+        tl_mm_build bd;
+        char k1[160] = "", k2[160] = "";
+        if (tl_mm_prepare(g_ctx, &a.t, &ps, &c1.t, &o, &bd) == TL_OK) tl_mm_tune_key(&bd, k1, sizeof k1);
+        if (tl_mm_prepare(g_ctx, &a.t, &pl, &c1.t, &o, &bd) == TL_OK) tl_mm_tune_key(&bd, k2, sizeof k2);
+        const size_t n1 = strlen(k1), n2 = strlen(k2);
+        CHECK(n1 > 7 && !strcmp(k1 + n1 - 7, " packed") && n2 > 14 && !strcmp(k2 + n2 - 14, " packed-long-k"),
+              "[%s] tuning keys '%s' / '%s'", g_isa, k1, k2);
+      }
+      if (p1 == TL_OK) tl_free(ps.data);
+      if (p2 == TL_OK) tl_free(pl.data);
+      free(a.mem), free(b.mem), free(c1.mem), free(c2.mem);
+    }
+}
+
 /* 1-4 rows of f32 a (1-2 of bf16 / int8) against a row-major b beyond half the L3: b streamed in
  * place, never staged (edge N and K blocks narrowed to their valid part); equal to the packed b
  * bit for bit */
@@ -525,6 +562,7 @@ int main(void) {
     RUN(test_packed_f32);
     RUN(test_packed_per_call_vnni);
     RUN(test_packed_skinny);
+    RUN(test_packed_long_k);
     RUN(test_stream);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
