@@ -137,6 +137,16 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
       b = tl_mm_packed_ref(p, r);
       accv.shape[1] = b.shape[1];
       if (accv.valid[1] > b.shape[1]) accv.valid[1] = b.shape[1];
+      /* edge blocks of a and acc are staged with zero padding: compute only their valid rows and
+       * K, rounded up to 16 rows (AMX tiles) and to b's K group (the packed tile row's padding
+       * rows, zero too, still fill the last group): 4097^3 had 127 padded rows of 128 in its last
+       * M block and 79-223 padded K rows */
+      const int64_t gk = r->pb_dt == TL_F32 ? 16 : r->pb_dt == TL_BF16 ? 32 : 64;
+      const int64_t mv = TL_MIN(a.shape[0], (a.valid[0] + 15) / 16 * 16);
+      const int64_t kv = TL_MIN(a.shape[1], (a.valid[1] + gk - 1) / gk * gk);
+      a.shape[0] = accv.shape[0] = mv, a.shape[1] = b.shape[0] = kv;
+      a.valid[0] = TL_MIN(a.valid[0], mv), accv.valid[0] = TL_MIN(accv.valid[0], mv);
+      b.valid[0] = TL_MIN(b.valid[0], kv);
     } else {
       b = tl_mm_2d(&refs[r->ib]);
       if (r->stream || r->edges) { /* a, b in place even at the edges: the product over their valid part */
