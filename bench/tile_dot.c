@@ -1,7 +1,9 @@
 /* tile_dot.c — micro-benchmark of tl_tile_dot per ISA level (tilec_bench_tile_dot; not run by
  * the tests). Operands stay in L1: f32 64x64x64 (b row-major), bf16 64x64x128 and u8 x s8
  * 64x64x128 (b tiled in the AMX B layout: 32x16 vnni 2 / 64x16 vnni 4), acc f32 / i32 with
- * TL_DOT_ACCUMULATE. Each measurement is one tl_call of a one-step kernel on a context capped at
+ * TL_DOT_ACCUMULATE. A fourth case is tl_matmul's step with b pre-packed, operands in L2: f32
+ * 128x128x512, a and acc rows 2048 floats apart (blocks of 2048-wide matrices), b in 16-column
+ * tiles of 512 rows (tl_matmul_pack_b's layout). Each measurement is one tl_call of a one-step kernel on a context capped at
  * the level (threads 1) whose body times `reps` dots; levels and dtypes are interleaved over
  * rounds and the best round is reported, as GFLOP/s (a multiply-add counts 2).
  *
@@ -60,11 +62,20 @@ int main(int argc, char **argv) {
   static _Alignas(64) uint16_t ha[64 * 128], hb[128 * 64];
   static _Alignas(64) uint8_t ia[64 * 128], ib[128 * 64];
   static _Alignas(64) int32_t ic[64 * 64];
+  enum { LD = 2048, L2M = 128, L2N = 128, L2K = 512 };
+  float *la = aligned_alloc(64, sizeof(float) * L2M * LD), *lc = aligned_alloc(64, sizeof(float) * L2M * LD);
+  float *lb = aligned_alloc(64, sizeof(float) * L2K * L2N);
+  if (!la || !lb || !lc) {
+    fprintf(stderr, "out of memory\n");
+    return 1;
+  }
+  for (int i = 0; i < L2M * LD; i++) la[i] = 1.0f / (float)(1 + i % 13), lc[i] = 0;
+  for (int i = 0; i < L2K * L2N; i++) lb[i] = 1.0f / (float)(1 + i % 11);
   for (int i = 0; i < 64 * 64; i++) fa[i] = fb[i] = 1.0f / (float)(1 + i % 13), fc[i] = 0;
   for (int i = 0; i < 64 * 128; i++) ha[i] = hb[i] = 0x3C00 + (uint16_t)(i % 61), ia[i] = (uint8_t)(i % 7), ib[i] = (uint8_t)(i % 5);
   const char *levels[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
-  const char *kinds[] = {"f32 64x64x64", "bf16 64x64x128", "u8xs8 64x64x128"};
-  double best[5][3] = {{0}};
+  const char *kinds[] = {"f32 64x64x64", "bf16 64x64x128", "u8xs8 64x64x128", "f32 L2 128x128x512"};
+  double best[5][4] = {{0}};
   int have[5] = {0};
   tl_ctx *ctx[5] = {0};
   for (int l = 0; l < 5; l++) {
@@ -79,12 +90,18 @@ int main(int argc, char **argv) {
   tl_tensor x = tl_tensor_make(din, TL_F32, 1, one), y = tl_tensor_make(dout, TL_F32, 1, one);
   tl_blockspec spec = {.ndim = 1, .block = {1}};
   for (int r = 0; r < rounds; r++) {
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
       for (int l = 0; l < 5; l++) {
         if (!have[l]) continue;
         bench_job j;
-        int64_t kk = kind == 0 ? 64 : 128;
-        if (kind == 0) {
+        int64_t kk = kind == 0 ? 64 : 128, mm = 64, nn = 64;
+        if (kind == 3) {
+          kk = L2K, mm = L2M, nn = L2N;
+          j.a = make_ref(la, TL_F32, L2M, L2K, (tl_layout){0});
+          j.b = make_ref(lb, TL_F32, L2K, L2N, (tl_layout){.tiled = 1, .vnni = 1, .tile_r = L2K, .tile_c = 16});
+          j.acc = make_ref(lc, TL_F32, L2M, L2N, (tl_layout){0});
+          j.a.stride[0] = j.acc.stride[0] = LD;
+        } else if (kind == 0) {
           j.a = make_ref(fa, TL_F32, 64, 64, (tl_layout){0});
           j.b = make_ref(fb, TL_F32, 64, 64, (tl_layout){0});
           j.acc = make_ref(fc, TL_F32, 64, 64, (tl_layout){0});
@@ -97,8 +114,8 @@ int main(int argc, char **argv) {
           j.b = make_ref(ib, TL_I8, 128, 64, (tl_layout){.tiled = 1, .vnni = 4, .tile_r = 64, .tile_c = 16});
           j.acc = make_ref(ic, TL_I32, 64, 64, (tl_layout){0});
         }
-        double flop = 2.0 * 64 * 64 * (double)kk;
-        j.reps = l == 0 ? 20 : (int64_t)(2e8 / flop); /* ~2 ms per measurement on a vector path */
+        double flop = 2.0 * (double)mm * (double)nn * (double)kk;
+        j.reps = l == 0 ? (kind == 3 ? 2 : 20) : (int64_t)(2e8 / flop); /* ~2 ms per measurement on a vector path */
         tl_kernel k = {.name = "bench_dot", .body = bench_body, .user = &j, .n_in = 1, .in = &spec,
                        .n_out = 1, .out = &spec};
         if (tl_call(ctx[l], &k, &x, &y) != TL_OK) {
@@ -110,15 +127,17 @@ int main(int argc, char **argv) {
       }
     }
   }
-  printf("tl_tile_dot, 1 thread, operands in L1, best of %d interleaved rounds (GFLOP/s; int8: GOP/s)\n", rounds);
-  printf("%-12s %16s %16s %16s\n", "level", kinds[0], kinds[1], kinds[2]);
+  printf("tl_tile_dot, 1 thread, operands in L1 (the last column: L2), best of %d interleaved rounds (GFLOP/s; "
+         "int8: GOP/s)\n", rounds);
+  printf("%-12s %16s %16s %16s %19s\n", "level", kinds[0], kinds[1], kinds[2], kinds[3]);
   for (int l = 0; l < 5; l++) {
     if (!have[l]) {
       printf("%-12s %16s\n", levels[l], "(not on this CPU)");
       continue;
     }
-    printf("%-12s %16.1f %16.1f %16.1f\n", levels[l], best[l][0], best[l][1], best[l][2]);
+    printf("%-12s %16.1f %16.1f %16.1f %19.1f\n", levels[l], best[l][0], best[l][1], best[l][2], best[l][3]);
   }
   for (int l = 0; l < 5; l++) tl_ctx_free(ctx[l]);
+  free(la), free(lb), free(lc);
   return 0;
 }

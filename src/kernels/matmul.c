@@ -157,7 +157,7 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
  * f32: five blocks of 416, not four of 512 and a last one of 16, which would load and store the
  * accumulator for 16 products); with long_k, at most TL_MM_LONG_K times that (bf16, int8). */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K, int long_k) {
-  const int64_t g = dt == TL_F32 ? 16 : dt == TL_BF16 ? 32 : 64;
+  const int64_t g = tl_mm_kgroup(dt);
   int64_t cap = dt == TL_F32 ? TL_MM_BK_F32 : dt == TL_BF16 ? TL_MM_BK_BF16 : TL_MM_BK_I8;
   if (long_k && dt != TL_F32) cap *= TL_MM_LONG_K;
   if (K <= g) return g;

@@ -141,7 +141,7 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
        * K, rounded up to 16 rows (AMX tiles) and to b's K group (the packed tile row's padding
        * rows, zero too, still fill the last group): 4097^3 had 127 padded rows of 128 in its last
        * M block and 79-223 padded K rows */
-      const int64_t gk = r->pb_dt == TL_F32 ? 16 : r->pb_dt == TL_BF16 ? 32 : 64;
+      const int64_t gk = tl_mm_kgroup(r->pb_dt);
       const int64_t mv = TL_MIN(a.shape[0], (a.valid[0] + 15) / 16 * 16);
       const int64_t kv = TL_MIN(a.shape[1], (a.valid[1] + gk - 1) / gk * gk);
       a.shape[0] = accv.shape[0] = mv, a.shape[1] = b.shape[0] = kv;

@@ -61,8 +61,9 @@ static inline __mmask16 tl_a5_mask(int64_t n) {
  * limited by m0 (first 16 columns) and m1 (next 16). Row strides lda, ldb, ldc in elements.
  * pfk (then pf != NULL): each row k of b read is followed by prefetches into L2 of pf->p + k *
  * pf->ld bytes (and + pf->o for the second vector): the next panel, in place or (staged b) its
- * source rows. pfk is a constant in each copy: testing pf in the k loop measured 5% slower (f32
- * 2048^3 with b pre-packed, one thread, the dot alone: 106 -> 112 GFLOP/s with operands in L2).
+ * source rows. pfk is a constant in each copy: testing pf in the k loop cost 5%, and masked loads
+ * of whole b rows 3% (tilec_bench_tile_dot's L2 case, a step of tl_matmul with b pre-packed:
+ * 104 -> 112 GFLOP/s with both changes).
  * tl_a5_panel gives it to the last full row block of two or more (or to a single block when
  * pf->single: row-major b in place, 5-8 rows), so that with few row blocks the
  * first one of the next panel does not wait on memory while the others computed with memory idle
