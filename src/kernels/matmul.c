@@ -197,7 +197,7 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
    * staged; counting only staged blocks measured no faster) */
   int64_t BK = packed ? packed : tl_mm_pack_tile_r(da, K, 0);
   if (da == TL_F32 && !packed && K <= TL_MM_BK_F32) BK = K;
-  else if (bd->run.edges) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32));
+  else if (bd->run.edges && !packed) BK = TL_CDIV(K, TL_CDIV(K, TL_MM_BK_F32));
   /* N blocks: multiples of the 32-column register block, but never wider than N rounded up to
    * a 16-column tile (N = 16 would otherwise stage and compute 32 columns) */
   const int64_t bn_cap = packed ? TL_MM_BN_PACKED : 256;
@@ -344,7 +344,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     r->stream = !r->packed && bd->M <= sm && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
-  r->edges = !r->stream && da == TL_F32 && !r->packed && a->stride[a->ndim - 1] == 1 && b->stride[b->ndim - 1] == 1;
+  r->edges = !r->stream && da == TL_F32 && a->stride[a->ndim - 1] == 1 && (r->packed || b->stride[b->ndim - 1] == 1);
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];

@@ -140,9 +140,10 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
       /* edge blocks of a and acc are staged with zero padding: compute only their valid rows and
        * K, rounded up to 16 rows (AMX tiles) and to b's K group (the packed tile row's padding
        * rows, zero too, still fill the last group): 4097^3 had 127 padded rows of 128 in its last
-       * M block and 79-223 padded K rows */
-      const int64_t gk = tl_mm_kgroup(r->pb_dt);
-      const int64_t mv = TL_MIN(a.shape[0], (a.valid[0] + 15) / 16 * 16);
+       * M block and 79-223 padded K rows. f32 a read in place (edges): exactly the valid ones,
+       * nothing past them is a's */
+      const int64_t gk = r->edges ? 1 : tl_mm_kgroup(r->pb_dt), gm = r->edges ? 1 : 16;
+      const int64_t mv = TL_MIN(a.shape[0], (a.valid[0] + gm - 1) / gm * gm);
       const int64_t kv = TL_MIN(a.shape[1], (a.valid[1] + gk - 1) / gk * gk);
       a.shape[0] = accv.shape[0] = mv, a.shape[1] = b.shape[0] = kv;
       a.valid[0] = TL_MIN(a.valid[0], mv), accv.valid[0] = TL_MIN(accv.valid[0], mv);

@@ -49,9 +49,10 @@ typedef struct tl_mm_run {
   /* b streamed in place (few rows, unit column stride, past half the L3): TL_STAGE_NEVER, so
    * the body narrows the dot's operands to the valid extents of the step's blocks */
   int stream;
-  /* f32 a and b (b not packed) with unit column stride: read in place at the edges of M, N and
-   * K too (TL_STAGE_NEVER), the body narrowing the dot to the valid extents, and K blocks of
-   * any length (not rounded to 16): no padded copies of edge blocks */
+  /* f32 a with unit column stride, and b packed or with unit column stride: a (and a row-major
+   * b) read in place at the edges of M, N and K too (TL_STAGE_NEVER), the body narrowing the dot
+   * to the valid extents (a packed b: its valid rows and K exactly), and, b not packed, K blocks
+   * of any length (not rounded to 16): no padded copies of edge blocks */
   int edges;
   const char *pb_base;     /* set before each run (outer batch offset applied) */
   int64_t pb_batch_bytes;  /* bytes per inner batch index (0: broadcast) */
