@@ -344,7 +344,11 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     r->stream = !r->packed && bd->M <= sm && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
-  r->edges = !r->stream && da == TL_F32 && a->stride[a->ndim - 1] == 1 && (r->packed || b->stride[b->ndim - 1] == 1);
+  /* bf16 / int8 a at the edges of a packed b: in place too below AMX (its tiles want whole
+   * groups of 16 rows and 32 / 64 k; the AVX512-BF16 / VNNI dot reads a's k tail element by
+   * element): 1000^3 staged every a block, its one K block of 1000 rows padded to 1024 */
+  r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
+             (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1 : r->packed && info.isa < TL_ISA_AMX);
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];

@@ -300,46 +300,57 @@ static void test_packed_f32(void) {
   check_case(&bat, 1, "f32 packed per call, batched a");
 }
 
-/* f32 a read in place at every edge with a packed b (per call, and tl_matmul_pack_b's): a is a
- * window [M, K] of a NaN-filled buffer (NaN in the columns after K, in the row after M and in the
- * columns before the window), so a dot that read a past its valid rows or K (the padded edge of a
- * block, or K rounded up to a group) would put NaN into c. M, K, N divide no block size; K spans
- * two tile rows. */
+/* a read in place at every edge with a packed b (per call, and tl_matmul_pack_b's): a is a window
+ * [M, K] of a buffer filled with NaN (f32, bf16; int8: 0xFF) in the columns after K, in the row
+ * after M and in the columns before the window, so a dot that read a past its valid rows or K
+ * (the padded edge of a block, or K rounded up to a group) would put NaN into c. M, K, N divide
+ * no block size; K spans two tile rows. f32, bf16 -> f32, u8 x i8 -> i32 (exact). */
 static void test_packed_a_window(void) {
-  const int64_t shapes[][3] = {{261, 77, 530}, {20, 45, 1000}, {300, 1000, 33}};
-  for (size_t t = 0; t < TL_ARRAY_LEN_T(shapes); t++) {
-    const int64_t M = shapes[t][0], N = shapes[t][1], K = shapes[t][2], ld = K + 21, off = 3;
-    float *buf = malloc(sizeof(float) * (size_t)((M + 1) * ld));
-    for (int64_t i = 0; i < (M + 1) * ld; i++) buf[i] = NAN;
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t k = 0; k < K; k++) buf[i * ld + off + k] = (float)test_rng_uniform(&g_rng, -1, 1);
-    const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
-    tl_tensor a = tl_tensor_make(buf + off, TL_F32, 2, sa);
-    a.stride[0] = ld;
-    mm_t b = mk(TL_F32, 2, sb, 0, -1), c = mk(TL_F32, 2, sc, 0, -1), c2 = mk(TL_F32, 2, sc, 0, -1);
-    double *ref = malloc(sizeof(double) * (size_t)(M * N)), *out = malloc(sizeof(double) * (size_t)(M * N));
-    mm_case mc = plain(TL_F32, TL_F32, TL_F32, M, N, K);
-    reference(&mc, &a, &b.t, &c.t, NULL, NULL, NULL, NULL, ref);
-    tl_tensor pb;
-    tl_status s = tl_matmul_pack_b(g_ctx, &b.t, TL_F32, &pb);
-    CHECK(s == TL_OK, "[%s] pack_b: %s", g_isa, tl_ctx_error(g_ctx));
-    if (s != TL_OK) pb.data = NULL;
-    for (int packed = 0; packed < 2 && s == TL_OK; packed++) {
-      tl_tensor *cc = packed ? &c2.t : &c.t;
-      fill_nan(cc);
-      s = tl_matmul(g_ctx, &a, packed ? &pb : &b.t, cc, NULL);
-      CHECK(s == TL_OK, "[%s] a window: %s", g_isa, tl_ctx_error(g_ctx));
-      if (s != TL_OK) break;
-      read_c(cc, out);
-      const double err = test_rel_err(out, ref, M * N);
-      CHECK(err >= 0 && err <= 1e-5, "[%s] f32 a window %lldx%lldx%lld%s: err %.3g", g_isa, (long long)M, (long long)N,
-            (long long)K, packed ? " pre-packed" : "", err);
+  /* b of 65536 elements and more with 256 rows of a and more is packed per call (tl_mm_autopack);
+   * below the top ISA level only the first shape */
+  const int64_t shapes[][3] = {{261, 125, 530}, {20, 45, 1000}, {300, 2000, 33}, {257, 66, 1001}};
+  const tl_dtype das[3] = {TL_F32, TL_BF16, TL_U8}, dbs[3] = {TL_F32, TL_BF16, TL_I8}, dcs[3] = {TL_F32, TL_F32, TL_I32};
+  for (int d = 0; d < 3; d++)
+    for (size_t t = 0; t < (g_top ? TL_ARRAY_LEN_T(shapes) : 1); t++) {
+      const int64_t M = shapes[t][0], N = shapes[t][1], K = shapes[t][2], ld = K + 21, off = 3;
+      const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, sw[2] = {M + 1, ld};
+      mm_t w = mk(das[d], 2, sw, 0, -1), src = mk(das[d], 2, sa, 0, -1);
+      fill_nan(&w.t);
+      const size_t es = tl_dtype_size(das[d]);
+      for (int64_t i = 0; i < M; i++) memcpy((char *)w.mem + (i * ld + off) * es, (char *)src.mem + i * K * es, (size_t)K * es);
+      tl_tensor a = tl_tensor_make((char *)w.mem + off * es, das[d], 2, sa);
+      a.stride[0] = ld;
+      mm_t b = mk(dbs[d], 2, sb, 0, -1), c = mk(dcs[d], 2, sc, 0, -1), c2 = mk(dcs[d], 2, sc, 0, -1);
+      double *ref = malloc(sizeof(double) * (size_t)(M * N)), *out = malloc(sizeof(double) * (size_t)(M * N));
+      mm_case mc = plain(das[d], dbs[d], dcs[d], M, N, K);
+      reference(&mc, &a, &b.t, &c.t, NULL, NULL, NULL, NULL, ref);
+      tl_tensor pb;
+      tl_status s = tl_matmul_pack_b(g_ctx, &b.t, das[d], &pb);
+      CHECK(s == TL_OK, "[%s] pack_b: %s", g_isa, tl_ctx_error(g_ctx));
+      if (s != TL_OK) pb.data = NULL;
+      for (int packed = 0; packed < 2 && s == TL_OK; packed++) {
+        tl_tensor *cc = packed ? &c2.t : &c.t;
+        fill_nan(cc);
+        s = tl_matmul(g_ctx, &a, packed ? &pb : &b.t, cc, NULL);
+        CHECK(s == TL_OK, "[%s] a window: %s", g_isa, tl_ctx_error(g_ctx));
+        if (s != TL_OK) break;
+        read_c(cc, out);
+        double err = 0;
+        if (dcs[d] == TL_I32)
+          for (int64_t i = 0; i < M * N; i++) err = fmax(err, fabs(out[i] - ref[i]));
+        else
+          err = test_rel_err(out, ref, M * N);
+        CHECK(err >= 0 && err <= tol_for(&mc), "[%s] %s a window %lldx%lldx%lld%s: err %.3g", g_isa, tl_dtype_name(das[d]),
+              (long long)M, (long long)N, (long long)K, packed ? " pre-packed" : "", err);
+      }
+      /* f32: the same sums either way; bf16 / int8 with few rows: a row-major b read in place
+       * (pairs / quads built in registers) adds in the same order */
+      CHECK(s != TL_OK || !memcmp(c.mem, c2.mem, (size_t)tl_tensor_nbytes(&c.t)),
+            "[%s] %s a window %lldx%lldx%lld: pre-packed differs from plain", g_isa, tl_dtype_name(das[d]), (long long)M,
+            (long long)N, (long long)K);
+      tl_free(pb.data);
+      free(w.mem), free(src.mem), free(b.mem), free(c.mem), free(c2.mem), free(ref), free(out);
     }
-    CHECK(s != TL_OK || !memcmp(c.mem, c2.mem, sizeof(float) * (size_t)(M * N)),
-          "[%s] f32 a window %lldx%lldx%lld: pre-packed differs from plain", g_isa, (long long)M, (long long)N, (long long)K);
-    tl_free(pb.data);
-    free(buf), free(b.mem), free(c.mem), free(c2.mem), free(ref), free(out);
-  }
 }
 
 /* 9-31 rows of a over several panels and K blocks, b pre-packed (and f32 b row-major in place):

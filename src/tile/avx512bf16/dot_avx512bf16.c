@@ -16,8 +16,8 @@
  *
  * Invariants:
  * - acc is read only with TL_DOT_ACCUMULATE; nothing outside acc's M x N elements is written
- *   (masked stores at the N edge); a is never read past column K-1 (the k tail is built from
- *   single elements), b's padding rows beyond K may be read but are multiplied by masked-out
+ *   (masked stores at the N edge); a is never read past column K-1 (the k tail is a masked load
+ *   of the valid elements), b's padding rows beyond K may be read but are multiplied by masked-out
  *   lanes (bf16: and-ed away, since padding may hold NaN; int8: times 0).
  * - bf16: each acc(i, j) is one f32 sum over pairs of k in increasing order, each pair added as
  *   the instruction does (Intel: k+1 then k); products of bf16 are exact in f32. bf16 denormal
@@ -155,11 +155,14 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
       if (nv == 2) cs[1] = tl_bf_dpbusd(cs[1], ones_t, bv1);
     }
     const int64_t off = full * ge * esz;
+    /* the valid bytes by a masked load (one that never faults past them): a memcpy of a size
+     * known only at run time was a call to libc's per row (int8 1023^3 with a read in place:
+     * 2.6% slower than a staged a padded to whole quads) */
+    const __mmask16 tm = (__mmask16)((1u << (esz * rest)) - 1u);
 #pragma GCC unroll 8
     for (int i = 0; i < TL_BF_MR; i++) {
       if (i >= mr) break;
-      uint32_t w = 0;
-      memcpy(&w, a + i * ldab + off, (size_t)(esz * rest));
+      uint32_t w = (uint32_t)_mm_cvtsi128_si32(_mm_maskz_loadu_epi8(tm, a + i * ldab + off));
       if (mode == TL_BF_SS) w ^= 0x80808080u & keep;
       const __m512i av = _mm512_set1_epi32((int)w);
       acc[i][0] = tl_bf_step(mode, acc[i][0], av, bv0);
@@ -189,9 +192,24 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
   else tl_bf_kern_pf(mode, mr, nv, 0, kk, a, ldab, src, c, ldcb, m0, m1, accum, 0);
 }
 
+/* One call of the microkernel copy for (mode, MR_, nv): MR_ a constant. */
+#define TL_BF_DISPATCH(MR_)                                                                                      \
+  switch (mode * 2 + nv - 1) {                                                                                   \
+  case 0: tl_bf_kern(TL_BF_BF16, MR_, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                 \
+  case 1: tl_bf_kern(TL_BF_BF16, MR_, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                 \
+  case 2: tl_bf_kern(TL_BF_UB, MR_, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                   \
+  case 3: tl_bf_kern(TL_BF_UB, MR_, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                   \
+  case 4: tl_bf_kern(TL_BF_BU, MR_, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                   \
+  case 5: tl_bf_kern(TL_BF_BU, MR_, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                   \
+  case 6: tl_bf_kern(TL_BF_SS, MR_, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                   \
+  default: tl_bf_kern(TL_BF_SS, MR_, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;                  \
+  }
+
 /* Dispatches (mode, mr, nv) to a specialised copy of the microkernel, one row block at a time
- * over m rows; the last full row block (with fewer rows than a block, the last row) prefetches
- * pfo bytes ahead (0: none; see tl_bf_kern). */
+ * over m rows, the last 1-7 rows as blocks of 4, 2 and 1 (one row at a time left 2 accumulator
+ * chains per instruction latency: bf16 / int8 1023^3 with a read in place, whose last M block
+ * has 127 rows, ran 3-4% slower than with a staged block of 128); the last full row block (with
+ * fewer rows than a block, the last call) prefetches pfo bytes ahead (0: none; see tl_bf_kern). */
 static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
                        const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum,
                        int64_t pfo, int64_t pq) {
@@ -203,35 +221,22 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
     const int64_t pf = i0 + 2 * TL_BF_MR > m ? pfo : 0; /* the last full block */
     if (pq) tl_prefetch_pump(pq);
     tl_tile_prefetch_c(ci + TL_BF_MR * ldcb, ldcb, TL_MIN(m - i0 - TL_BF_MR, TL_BF_MR), nv);
-    switch (mode * 2 + nv - 1) {
-    case 0: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 1: tl_bf_kern(TL_BF_BF16, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 2: tl_bf_kern(TL_BF_UB, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 3: tl_bf_kern(TL_BF_UB, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 4: tl_bf_kern(TL_BF_BU, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 5: tl_bf_kern(TL_BF_BU, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 6: tl_bf_kern(TL_BF_SS, TL_BF_MR, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    default: tl_bf_kern(TL_BF_SS, TL_BF_MR, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    }
+    TL_BF_DISPATCH(TL_BF_MR)
   }
-  /* the M edge: one row at a time (at most TL_BF_MR - 1 rows, a small share of the work) */
-  for (; i0 < m; i0++) {
+  /* the M edge: at most TL_BF_MR - 1 rows */
+  for (int64_t r = TL_BF_MR / 2; r > 0 && i0 < m; r /= 2) {
+    if (m - i0 < r) continue;
     const char *ai = a + i0 * ldab;
     char *ci = c + i0 * ldcb;
-    const int64_t pf = m < TL_BF_MR && i0 == m - 1 ? pfo : 0; /* fewer rows than a block: the last */
+    const int64_t pf = m < TL_BF_MR && i0 + r == m ? pfo : 0; /* fewer rows than a block: the last */
     if (pq) tl_prefetch_pump(pq);
-    switch (mode * 2 + nv - 1) {
-    case 0: tl_bf_kern(TL_BF_BF16, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 1: tl_bf_kern(TL_BF_BF16, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 2: tl_bf_kern(TL_BF_UB, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 3: tl_bf_kern(TL_BF_UB, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 4: tl_bf_kern(TL_BF_BU, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 5: tl_bf_kern(TL_BF_BU, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    case 6: tl_bf_kern(TL_BF_SS, 1, 1, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    default: tl_bf_kern(TL_BF_SS, 1, 2, kk, ai, ldab, src, ci, ldcb, m0, m1, accum, pf); break;
-    }
+    if (r == 4) TL_BF_DISPATCH(4)
+    else if (r == 2) TL_BF_DISPATCH(2)
+    else TL_BF_DISPATCH(1)
+    i0 += r;
   }
 }
+#undef TL_BF_DISPATCH
 
 /* ---- bf16 with b row-major in place (few rows of a: a memory-bound product) ----
  *
@@ -563,9 +568,10 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
   }
   const int direct = !tb && bl.tiled && bl.vnni == ge && bl.tile_c % 16 == 0;
   /* the executor's queued prefetches of the next step's blocks, spread over the kernel calls of
-   * the direct path (a row block, or a row of the M edge; the staged path pumps none): the
+   * the direct path (a row block, or a block of 4, 2 or 1 rows at the M edge; the staged path
+   * pumps none): the
    * executor issues what is left when the step ends */
-  const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + m % TL_BF_MR);
+  const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + __builtin_popcountll((unsigned long long)(m % TL_BF_MR)));
   const int64_t pq = TL_CDIV(pending, calls);
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
   for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
