@@ -381,10 +381,15 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     }
     bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);
   } else {
-    r->pb_batch_bytes = istr[1];
-    r->pb_K = bd->K, r->pb_N = bd->N, r->pb_tile_r = b->layout.tile_r, r->pb_ntc = TL_CDIV(bd->N, 16);
-    r->pb_dt = b->dtype, r->pb_vnni = b->layout.vnni;
-    r->pb_base = b->data;
+    /* packed b read in place (no VMEM): a block is one tile row (its K block) and BN / 16
+     * consecutive tiles of it; [inner, K, N] when the inner batch has a matrix of b each, else
+     * [K, N] (shared by the inner batch: tiled tensors have no strides to broadcast with) */
+    r->ib = n;
+    const int64_t shape3[3] = {inner, bd->K, bd->N};
+    const int per_z = istr[1] != 0 && inner > 1;
+    bd->in[n] = (tl_blockspec){.ndim = per_z ? 3 : 2, .block = {1, BK, BN}, .map = mb, .layout = b->layout, .stage = TL_STAGE_NEVER};
+    if (!per_z) bd->in[n].block[0] = BK, bd->in[n].block[1] = BN, bd->in[n].block[2] = 0, bd->in[n].map = "z, j, i, k -> k, j";
+    bd->tin[n++] = tl_tensor_make_tiled(b->data, b->dtype, per_z ? 3 : 2, per_z ? shape3 : shape3 + 1, b->layout);
   }
   if (o->bias) {
     r->ibias = n;
@@ -530,8 +535,9 @@ static tl_mm_entry *tl_mm_cache_lookup(tl_ctx *ctx, const tl_mm_key *key) {
 /* See matmul_impl.h. */
 void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n) {
   const tl_mm_run *r = &bd->run;
-  const tl_dtype da = bd->tin[r->ia].dtype, db = r->packed ? r->pb_dt : bd->tin[r->ib].dtype;
-  const char *pk = !r->packed ? "" : r->pb_tile_r == tl_mm_pack_tile_r(db, bd->K, 0) ? " packed" : " packed-long-k";
+  const tl_tensor *tb = &bd->tin[r->ib];
+  const tl_dtype da = bd->tin[r->ia].dtype, db = tb->dtype;
+  const char *pk = !r->packed ? "" : tb->layout.tile_r == tl_mm_pack_tile_r(db, bd->K, 0) ? " packed" : " packed-long-k";
   snprintf(key, n, "%s.%s.%s m%lld n%lld k%lld z%lld%s", tl_dtype_name(da), tl_dtype_name(db), tl_dtype_name(r->c_dt),
            (long long)bd->M, (long long)bd->N, (long long)bd->K, (long long)bd->k.grid[0], pk);
 }
@@ -633,8 +639,7 @@ tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tens
     memcpy(tin, nb->tin, sizeof tin);
     tout[0] = nb->tout[0];
     tin[r->ia].data = (char *)tin[r->ia].data + off[0];
-    if (r->ib >= 0) tin[r->ib].data = (char *)tin[r->ib].data + off[1];
-    else r->pb_base = (const char *)b->data + off[1];
+    tin[r->ib].data = (char *)tin[r->ib].data + off[1];
     if (r->ires >= 0) tin[r->ires].data = (char *)tin[r->ires].data + off[3];
     tout[0].data = (char *)tout[0].data + off[2];
     s = tl_plan_run(e->plan, tin, tout);

@@ -7,8 +7,8 @@
  *
  * Invariants: c is read only when beta != 0 (its block is then TL_OUT_ACCUM_LOAD); the
  * accumulator is overwritten on the first visit (so a NaN-filled c or stale scratch never
- * leaks in); K = 0 fills the accumulator with zeros. Packed b is read in place: its tile row kb
- * is the K block kb, and the tiles of N block j are consecutive in it. */
+ * leaks in); K = 0 fills the accumulator with zeros. Packed b is read in place (its block: tile
+ * row kb, the K block kb, and the tiles of N block j, consecutive in it). */
 #include <math.h>
 #include <string.h>
 
@@ -32,21 +32,6 @@ static tl_ref tl_mm_scalar(float *v) {
   r.data = v, r.dtype = TL_F32, r.ndim = 2;
   r.shape[0] = r.shape[1] = r.stride[0] = r.stride[1] = r.valid[0] = r.valid[1] = 1;
   return r;
-}
-
-/* This step's block of a packed b: tile row kb, tiles of N block jb (fewer at the N edge). */
-static tl_ref tl_mm_packed_ref(const tl_prog *p, const tl_mm_run *r) {
-  const int64_t z = tl_program_id(p, 0), jb = tl_program_id(p, 1), kb = tl_program_id(p, 3);
-  const int64_t tc0 = jb * r->BN / 16, ncols = TL_MIN(r->BN, (r->pb_ntc - tc0) * 16);
-  const int64_t es = (int64_t)tl_dtype_size(r->pb_dt), tile = r->pb_tile_r * 16;
-  tl_ref b;
-  memset(&b, 0, sizeof b);
-  b.data = (char *)(uintptr_t)r->pb_base + z * r->pb_batch_bytes + (kb * r->pb_ntc + tc0) * tile * es;
-  b.dtype = r->pb_dt, b.ndim = 2;
-  b.shape[0] = r->pb_tile_r, b.shape[1] = ncols;
-  b.valid[0] = TL_MIN(r->pb_tile_r, r->pb_K - kb * r->pb_tile_r), b.valid[1] = TL_MIN(ncols, r->pb_N - jb * r->BN);
-  b.layout = (tl_layout){.tiled = 1, .vnni = (uint8_t)r->pb_vnni, .tile_r = (uint16_t)r->pb_tile_r, .tile_c = 16};
-  return b;
 }
 
 /* The activation in double (for the i32 epilogue). */
@@ -134,7 +119,9 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
   } else {
     tl_ref a = tl_mm_2d(&refs[r->ia]), b, accv = acc;
     if (r->packed) {
-      b = tl_mm_packed_ref(p, r);
+      /* the tiles that exist: the N edge block's last ones are past the tensor */
+      b = tl_mm_2d(&refs[r->ib]);
+      b.shape[1] = (b.valid[1] + 15) / 16 * 16;
       accv.shape[1] = b.shape[1];
       if (accv.valid[1] > b.shape[1]) accv.valid[1] = b.shape[1];
       /* edge blocks of a and acc are staged with zero padding: compute only their valid rows and
@@ -142,7 +129,7 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
        * rows, zero too, still fill the last group): 4097^3 had 127 padded rows of 128 in its last
        * M block and 79-223 padded K rows. f32 a read in place (edges): exactly the valid ones,
        * nothing past them is a's */
-      const int64_t gk = r->edges ? 1 : tl_mm_kgroup(r->pb_dt), gm = r->edges ? 1 : 16;
+      const int64_t gk = r->edges ? 1 : tl_mm_kgroup(b.dtype), gm = r->edges ? 1 : 16;
       const int64_t mv = TL_MIN(a.shape[0], (a.valid[0] + gm - 1) / gm * gm);
       const int64_t kv = TL_MIN(a.shape[1], (a.valid[1] + gk - 1) / gk * gk);
       a.shape[0] = accv.shape[0] = mv, a.shape[1] = b.shape[0] = kv;

@@ -44,7 +44,8 @@ typedef struct tl_mm_run {
   int int_out;         /* c is i32: the epilogue runs in double per element (exact for i32) */
   int ia, ib, ibias, isa, isb, ires, ic; /* ref indices of the operands, -1 when absent */
   int iacc, icvt, itmp; /* scratch refs: accumulator (-1: accumulate in c), i32 -> f32, beta * c */
-  /* packed b (tiled with tile_r = BK, tile_c = 16): not a plan operand, read in place */
+  /* packed b (tiled with tile_r = BK, tile_c = 16): an operand read in place (TL_STAGE_NEVER),
+   * a block one tile row by BN / 16 tiles */
   int packed;
   /* b streamed in place (few rows, unit column stride, past half the L3): TL_STAGE_NEVER, so
    * the body narrows the dot's operands to the valid extents of the step's blocks */
@@ -54,11 +55,6 @@ typedef struct tl_mm_run {
    * to the valid extents (a packed b: its valid rows and K exactly), and, b not packed, K blocks
    * of any length (not rounded to 16): no padded copies of edge blocks */
   int edges;
-  const char *pb_base;     /* set before each run (outer batch offset applied) */
-  int64_t pb_batch_bytes;  /* bytes per inner batch index (0: broadcast) */
-  int64_t pb_K, pb_N, pb_tile_r, pb_ntc;
-  tl_dtype pb_dt;
-  int pb_vnni;
   int64_t BM, BN, BK;
 } tl_mm_run;
 

@@ -2,8 +2,9 @@
  *
  * Parameters: BM (rows of A and C per block), BN (columns of B and C), BK (K rows per block).
  * Candidate values respect what the kernel and the tile layer need:
- *   - BN: multiples of 16 (a staged bf16/int8 B block is tiled in 16-column tiles; f32 keeps the
- *     same grain so its vector loops see whole zmm rows);
+ *   - BN: multiples of 16 (a staged bf16/int8 B block is tiled in 16-column tiles, a packed b is
+ *     read in place by whole tiles; f32 keeps the same grain so its vector loops see whole zmm
+ *     rows), or N itself with b not packed;
  *   - BK: multiples of the dtype's K group: 8 (f32), 32 (bf16: vnni 2 pairs, 64-byte rows), 64
  *     (int8: vnni 4 quads) — the bf16/int8 B staging layout is tiled BK x 16;
  *   - BM: multiples of 8 (8 or 16 rows: the microkernel's row blocking), or M itself when small;
@@ -46,7 +47,8 @@ static int tl_mm_tune_valid(void *user, const int64_t *cfg, char *why, size_t n)
   const tl_mm_tune_user *u = user;
   const int64_t BM = cfg[0], BN = cfg[1], BK = cfg[2];
   if (BM < 1 || BN < 1 || BK < 1) return tl_msg(why, n, "blocks must be positive"), 0;
-  if (BN % 16 && BN != u->N) return tl_msg(why, n, "BN %lld is not a multiple of 16", (long long)BN), 0;
+  /* (a packed b is read in place by blocks of whole 16-column tiles) */
+  if (BN % 16 && (BN != u->N || u->packed)) return tl_msg(why, n, "BN %lld is not a multiple of 16", (long long)BN), 0;
   if (BM % 8 && BM != u->M) return tl_msg(why, n, "BM %lld is not a multiple of 8", (long long)BM), 0;
   if (u->packed) return 1; /* BK is the packed tile row */
   if (BK % u->gk && !(u->da == TL_F32 && BK == u->K))

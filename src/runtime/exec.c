@@ -344,13 +344,13 @@ static void tl_enter(tl_wstate *st, const tl_plan *pl, int i, int64_t lin) {
   if (reads) st->ws->bytes_read += tl_valid_bytes(o, r->valid);
   if (inplace) {
     int64_t off = 0;
-    if (o->t.layout.tiled && nd == 2) { /* whole tile rows: tile row bi[0]*block[0]/tile_r */
+    if (o->t.layout.tiled) { /* the block's first tile (plan.c: blocks start on tiles) */
       const tl_layout l = o->t.layout;
-      off = bi[0] * o->block[0] / l.tile_r * TL_CDIV(o->t.shape[1], l.tile_c) * l.tile_r * l.tile_c;
-    } else if (o->t.layout.tiled) { /* whole matrices: leading index bi[0]*block[0] */
-      int64_t lead = 0, slab = tl_slab_elems(o);
+      const int64_t tiles_r = TL_CDIV(o->t.shape[nd - 2], l.tile_r), tiles_c = TL_CDIV(o->t.shape[nd - 1], l.tile_c);
+      int64_t lead = 0;
       for (int d = 0; d < nd - 2; d++) lead = lead * o->t.shape[d] + bi[d] * o->block[d];
-      off = lead * slab;
+      const int64_t tile = (lead * tiles_r + bi[nd - 2] * o->block[nd - 2] / l.tile_r) * tiles_c + bi[nd - 1] * o->block[nd - 1] / l.tile_c;
+      off = tile * l.tile_r * l.tile_c;
     } else {
       for (int d = 0; d < nd; d++) off += bi[d] * o->block[d] * o->t.stride[d];
     }

@@ -190,13 +190,24 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
     if (tl_mul_ovf(o->nblocks, o->nblk[d], &o->nblocks))
       return tl_plan_fail(pl, TL_ERR_SHAPE, OPF ": too many blocks", OPA(pl, i));
   }
-  /* a block of a tiled tensor is contiguous in it when it spans every dim but the first and, for
-     2-D tensors, starts on a tile row (block rows a multiple of tile_r, or the whole dim) */
+  /* a block of a tiled tensor is itself a tiled block in place (contiguous, its tiles in the
+     order of a tensor of the block's shape) when it spans every dim but the first and, for 2-D
+     tensors, starts on a tile row (block rows a multiple of tile_r, or the whole dim); or when it
+     is one matrix of the leading dims, one tile row (tile_r rows, or all of them when they fit in
+     one) and whole tiles of columns (block columns a multiple of tile_c): consecutive tiles of
+     one tile row */
   o->full_tiled_inplace = t->layout.tiled;
   for (int d = 1; d < t->ndim && o->full_tiled_inplace; d++)
     o->full_tiled_inplace = o->block[d] == t->shape[d];
   if (o->full_tiled_inplace && t->ndim == 2)
     o->full_tiled_inplace = o->block[0] >= t->shape[0] || o->block[0] % t->layout.tile_r == 0;
+  if (!o->full_tiled_inplace && t->layout.tiled) {
+    const int rd = t->ndim - 2, cd = t->ndim - 1;
+    const int64_t tr = t->layout.tile_r, tc = t->layout.tile_c;
+    int ok = (o->block[rd] == tr || (o->block[rd] >= t->shape[rd] && t->shape[rd] <= tr)) && o->block[cd] % tc == 0;
+    for (int d = 0; d < rd && ok; d++) ok = o->block[d] == 1;
+    o->full_tiled_inplace = ok;
+  }
   /* the map */
   if (bs->map) {
     size_t n = strlen(bs->map) + 1;
@@ -207,7 +218,7 @@ static tl_status tl_plan_operand(tl_plan *pl, int i, const tl_tensor *t, const t
   s = tl_map_parse(bs->map, pl->k.grid_ndim, t->ndim, &o->map, msg, sizeof msg);
   if (s != TL_OK) return tl_plan_fail(pl, s, OPF ": %s", OPA(pl, i), msg);
   if (t->layout.tiled && bs->stage == TL_STAGE_NEVER && !o->full_tiled_inplace)
-    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER on a tiled tensor needs blocks spanning every dim but the first (2-D: starting on tile rows)",
+    return tl_plan_fail(pl, TL_ERR_INVALID, OPF ": stage NEVER on a tiled tensor needs blocks spanning every dim but the first (2-D: starting on tile rows), or one matrix, one tile row and whole tiles of columns",
                        OPA(pl, i));
   if (!pl->empty)
     for (int d = 0; d < t->ndim; d++) {

@@ -37,7 +37,10 @@ static void test_all_kernels(void) {
   tl_ctx *ctx;
   tl_ctx_opts o = {.threads = 2};
   REQUIRE(tl_ctx_new(&o, &ctx) == TL_OK, "%s", tl_last_error());
-  const char *odd[] = {"copy", "37x101", "scale", "1x1", "matmul_grid", "67x45x129", "softmax_rows", "13x777"};
+  /* (the matmul shapes: b packed first, as tl_matmul packs it, with edges in M, N and K) */
+  const char *odd[] = {"copy",        "37x101",     "scale",       "1x1",         "matmul_grid", "67x45x129",
+                       "softmax_rows", "13x777",    "matmul",      "300x77x1001", "matmul_bf16", "261x70x1000",
+                       "matmul_u8i8", "257x66x1001"};
   int n = 0;
   for (const tl_kernel_desc *d; (d = tl_kernel_at(n)); n++) {
     CHECK(tl_kernel_find(d->name) == d, "find %s", d->name);

@@ -1,7 +1,9 @@
 /* test_exec.c — the grid executor against references: randomised grids, block shapes, maps,
  * staging modes, layouts and output modes with 1, 2 and more threads than cores; staging counts;
- * cost == stats; determinism; read-modify-write; zero-size no-ops; tl_prog_fail. */
+ * cost == stats; determinism; read-modify-write; zero-size no-ops; tl_prog_fail; tiled tensors in
+ * place by blocks of one tile row and whole tiles of columns. */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "exec_util.h"
 #include "test_util.h"
@@ -456,6 +458,73 @@ static void test_nd_tiled_scratch(void) {
   tl_ctx_free(ctx);
 }
 
+/* y = x + 1 on the valid part of 2-D tiled refs (of any tiled layout). */
+static void tiled_cols_body(const tl_prog *p, tl_ref *refs, void *user) {
+  (void)p, (void)user;
+  tl_ref *x = &refs[0], *y = &refs[1];
+  for (int64_t r = 0; r < y->valid[y->ndim - 2]; r++)
+    for (int64_t c = 0; c < y->valid[y->ndim - 1]; c++) {
+      tl_ref x2 = *x, y2 = *y;
+      if (x->ndim == 3) { /* one matrix of the leading dim: the last two dims as a 2-D ref */
+        x2.ndim = y2.ndim = 2;
+        for (int d = 0; d < 2; d++) x2.shape[d] = x->shape[d + 1], y2.shape[d] = y->shape[d + 1];
+      }
+      *ref_f32(&y2, r, c) = *ref_f32(&x2, r, c) + 1;
+    }
+}
+
+/* Tiled tensors in place with blocks of one tile row and whole tiles of columns (what tl_matmul
+ * reads a packed b by): every stage mode, 2-D and 3-D, the last column block reaching past the
+ * tensor's last tile (20 columns in 5 tiles of 4, blocks of 8); blocks of two tile rows, or of
+ * columns that are not whole tiles, are refused with NEVER and staged by AUTO. */
+static void test_tiled_column_blocks(void) {
+  const tl_layout l = {.tiled = 1, .vnni = 2, .tile_r = 4, .tile_c = 4};
+  for (int nd = 2; nd <= 3; nd++) {
+    const int64_t sh[3] = {2, 8, 20}, *s2 = nd == 3 ? sh : sh + 1;
+    const int64_t nmat = nd == 3 ? 2 : 1, store = nmat * 2 * 5 * 16;
+    float *x = calloc((size_t)store, sizeof(float)), *y = calloc((size_t)store, sizeof(float));
+    tl_tensor tx = tl_tensor_make_tiled(x, TL_F32, nd, s2, l), ty = tl_tensor_make_tiled(y, TL_F32, nd, s2, l);
+    for (int64_t z = 0; z < nmat; z++)
+      for (int64_t r = 0; r < 8; r++)
+        for (int64_t c = 0; c < 20; c++) {
+          int64_t i3[3] = {z, r, c};
+          *(float *)tl_tensor_at(&tx, nd == 3 ? i3 : i3 + 1) = (float)(z * 1000 + r * 100 + c);
+        }
+    const int64_t blocks[3][2] = {{4, 8}, {8, 8}, {4, 6}}; /* one tile row: in place; two; part tiles */
+    for (int bsel = 0; bsel < 3; bsel++)
+      for (int stage = 0; stage <= 2; stage++) {
+        tl_blockspec s = {.ndim = nd, .layout = l, .stage = (tl_stage)stage};
+        s.block[nd - 2] = blocks[bsel][0], s.block[nd - 1] = blocks[bsel][1];
+        if (nd == 3) s.block[0] = 1;
+        s.map = nd == 3 ? "z, i, j -> z, i, j" : "z, i, j -> i, j";
+        tl_kernel k = {.name = "tiled_cols", .body = tiled_cols_body, .grid_ndim = 3,
+                       .grid = {nmat, 8 / blocks[bsel][0], (20 + blocks[bsel][1] - 1) / blocks[bsel][1]},
+                       .sem = {TL_PARALLEL, TL_PARALLEL, TL_PARALLEL}, .n_in = 1, .in = &s, .n_out = 1, .out = &s};
+        memset(y, 0, (size_t)store * sizeof(float));
+        tl_ctx *ctx = make_ctx(2);
+        const tl_status st = tl_call(ctx, &k, &tx, &ty);
+        if (bsel > 0 && stage == TL_STAGE_NEVER) {
+          CHECK(st == TL_ERR_INVALID && strstr(tl_ctx_error(ctx), "NEVER"), "%d-D blocks %lldx%lld, NEVER: refused (%s)", nd,
+                (long long)blocks[bsel][0], (long long)blocks[bsel][1], tl_ctx_error(ctx));
+        } else {
+          CHECK(st == TL_OK, "%d-D blocks %lldx%lld, stage %d: %s", nd, (long long)blocks[bsel][0], (long long)blocks[bsel][1],
+                stage, tl_ctx_error(ctx));
+          int bad = 0;
+          for (int64_t z = 0; z < nmat; z++)
+            for (int64_t r = 0; r < 8; r++)
+              for (int64_t c = 0; c < 20; c++) {
+                int64_t i3[3] = {z, r, c};
+                bad += *(float *)tl_tensor_at(&ty, nd == 3 ? i3 : i3 + 1) != (float)(z * 1000 + r * 100 + c + 1);
+              }
+          CHECK(bad == 0, "%d-D blocks %lldx%lld, stage %d: %d wrong elements", nd, (long long)blocks[bsel][0],
+                (long long)blocks[bsel][1], stage, bad);
+        }
+        tl_ctx_free(ctx);
+      }
+    free(x), free(y);
+  }
+}
+
 int main(void) {
   RUN(test_random_gather);
   RUN(test_staging_counts);
@@ -466,5 +535,6 @@ int main(void) {
   RUN(test_program_ids);
   RUN(test_padding_values);
   RUN(test_nd_tiled_scratch);
+  RUN(test_tiled_column_blocks);
   return test_summary("runtime_exec");
 }
