@@ -124,11 +124,11 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
       b.shape[1] = (b.valid[1] + 15) / 16 * 16;
       accv.shape[1] = b.shape[1];
       if (accv.valid[1] > b.shape[1]) accv.valid[1] = b.shape[1];
-      /* edge blocks of a and acc are staged with zero padding: compute only their valid rows and
-       * K, rounded up to 16 rows (AMX tiles) and to b's K group (the packed tile row's padding
-       * rows, zero too, still fill the last group): 4097^3 had 127 padded rows of 128 in its last
-       * M block and 79-223 padded K rows. f32 a read in place (edges): exactly the valid ones,
-       * nothing past them is a's */
+      /* compute only the valid rows and K of edge blocks: a staged with zero padding, rounded up
+       * to 16 rows (AMX tiles) and to b's K group (the packed tile row's padding rows, zero too,
+       * still fill the last group): 4097^3 had 127 padded rows of 128 in its last M block and
+       * 79-223 padded K rows. a read in place (edges: f32, and bf16 / int8 below AMX): exactly
+       * the valid ones, nothing past them is a's */
       const int64_t gk = r->edges ? 1 : tl_mm_kgroup(b.dtype), gm = r->edges ? 1 : 16;
       const int64_t mv = TL_MIN(a.shape[0], (a.valid[0] + gm - 1) / gm * gm);
       const int64_t kv = TL_MIN(a.shape[1], (a.valid[1] + gk - 1) / gk * gk);
