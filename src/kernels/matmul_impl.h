@@ -100,6 +100,10 @@ tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
  * plan is cached for them. */
 int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
                         const tl_matmul_opts *opts, int64_t *bm_bn_bk);
+/* Mean work per thread over the busiest thread's (1: even) for blocks BM x BN of an [inner, M,
+ * N] c on T threads: the executor gives worker w the parallel indices (z, j, i), i fastest,
+ * [n * w / T, n * (w + 1) / T); an index's work is its c block's valid area. */
+double tl_mm_balance(int64_t inner, int64_t M, int64_t N, int64_t BM, int64_t BN, int T);
 /* Points k's in/out/scratch at the build's own arrays (after a copy) and k.user at run. */
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 /* The step body (matmul_body.c). */

@@ -65,22 +65,6 @@ static void tl_mm_tune_release(void *user, void *cand) {
   tl_free_mem(c);
 }
 
-/* Mean / max work per thread: the executor gives worker w the parallel indices (z, j, i), i
- * fastest, [n * w / T, n * (w + 1) / T); an index's work is its C block's valid area. */
-static double tl_mm_tune_balance(const tl_mm_build *bd, int T) {
-  const int64_t *g = bd->k.grid, n = g[0] * g[1] * g[2], BM = bd->run.BM, BN = bd->run.BN;
-  double total = (double)bd->M * (double)bd->N * (double)g[0], worst = 0;
-  for (int w = 0; w < T; w++) {
-    double work = 0;
-    for (int64_t p = n * w / T; p < n * (w + 1) / T; p++) {
-      const int64_t i = p % g[2], j = (p / g[2]) % g[1];
-      work += (double)TL_MIN(BM, bd->M - i * BM) * (double)TL_MIN(BN, bd->N - j * BN);
-    }
-    if (work > worst) worst = work;
-  }
-  return worst > 0 ? total / T / worst : 1;
-}
-
 static tl_status tl_mm_tune_build(void *user, const int64_t *cfg, void **cand, tl_tune_built *out) {
   tl_mm_tune_user *u = user;
   *cand = NULL;
@@ -100,7 +84,7 @@ static tl_status tl_mm_tune_build(void *user, const int64_t *cfg, void **cand, t
   out->plan = c->plan;
   out->par_blocks = g[0] * g[1] * g[2];
   out->steps = out->par_blocks * g[3];
-  out->balance = tl_mm_tune_balance(&c->bd, u->ctx->info.threads);
+  out->balance = tl_mm_balance(c->bd.k.grid[0], c->bd.M, c->bd.N, c->bd.run.BM, c->bd.run.BN, u->ctx->info.threads);
   *cand = c;
   return TL_OK;
 }

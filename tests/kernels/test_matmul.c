@@ -520,6 +520,29 @@ static void test_nan_inf(void) {
   }
 }
 
+/* The threads' shares of the parallel blocks (tl_mm_balance) and the N blocks picked for them:
+ * f32 4097^3 with b packed on 2 threads took BN 480 (the busier thread 5% above the mean);
+ * the config now picks a width whose shares are within 2%. */
+static void test_balance(void) {
+  CHECK(fabs(tl_mm_balance(1, 2048, 2048, 128, 512, 2) - 1.0) < 1e-12, "[%s] 2048^3: even shares", g_isa);
+  const double b480 = tl_mm_balance(1, 4097, 4097, 128, 480, 2);
+  CHECK(b480 > 0.94 && b480 < 0.96, "[%s] 4097^3, BN 480: balance %.4f", g_isa, b480);
+  tl_ctx *ctx;
+  tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1};
+  REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
+  const int64_t n = 4097, sa[2] = {n, n};
+  float dummy[16]; /* config only: never read */
+  tl_tensor a = tl_tensor_make(dummy, TL_F32, 2, sa), c = a;
+  tl_tensor b = tl_tensor_make_tiled(dummy, TL_F32, 2, sa, tl_mm_pack_layout(TL_F32, n, 1));
+  int64_t cfg[3];
+  int tuned = -1;
+  CHECK(tl_mm_config_used(ctx, &a, &b, &c, NULL, cfg, &tuned) == TL_OK && tuned == 0, "[%s] config: %s", g_isa, tl_ctx_error(ctx));
+  const double bal = tl_mm_balance(1, n, n, cfg[0], cfg[1], 2);
+  CHECK(bal >= 0.98 && cfg[1] % 32 == 0 && cfg[1] <= 512, "[%s] 4097^3 packed, 2 threads: BM %lld BN %lld, balance %.4f", g_isa,
+        (long long)cfg[0], (long long)cfg[1], bal);
+  tl_ctx_free(ctx);
+}
+
 static void test_cache(void) {
   /* more distinct shapes than the cache holds, then the first again */
   for (int r = 0; r < 2; r++)
@@ -620,6 +643,7 @@ int main(void) {
     RUN(test_stream);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
+    RUN(test_balance);
     RUN(test_cache);
     RUN(test_refusals);
     tl_ctx_free(g_ctx);
