@@ -540,6 +540,12 @@ static void test_balance(void) {
   const double bal = tl_mm_balance(1, n, n, cfg[0], cfg[1], 2);
   CHECK(bal >= 0.98 && cfg[1] % 32 == 0 && cfg[1] <= 512, "[%s] 4097^3 packed, 2 threads: BM %lld BN %lld, balance %.4f", g_isa,
         (long long)cfg[0], (long long)cfg[1], bal);
+  /* fewer than 256 rows stream b: the N blocks stay wide (16x11008x4096: 256, not 128) */
+  const int64_t s16[2] = {16, 4096}, sb[2] = {4096, 11008}, sc[2] = {16, 11008};
+  float d1[4], d2[4], d3[4];
+  tl_tensor a16 = tl_tensor_make(d1, TL_F32, 2, s16), b16 = tl_tensor_make(d2, TL_F32, 2, sb), c16 = tl_tensor_make(d3, TL_F32, 2, sc);
+  CHECK(tl_mm_config_used(ctx, &a16, &b16, &c16, NULL, cfg, &tuned) == TL_OK && cfg[1] == 256, "[%s] 16x11008x4096: BN %lld (%s)",
+        g_isa, (long long)cfg[1], tl_ctx_error(ctx));
   tl_ctx_free(ctx);
 }
 
