@@ -4,8 +4,8 @@
  * f32; a and acc row-major with unit column stride (any row stride). b: row-major with unit
  * column stride read in place below TL_A5_PACK_M rows (1-4 rows: the skinny kernel, or the
  * streaming one for a b block past TL_A5_STREAM_BYTES), and from any row count when the block
- * is at most TL_A5_SMALL_B bytes and its panels stay in L1 (tl_a5_b_fits_l1); tiled in 16-column tiles without
- * interleave read in place; anything else (row-major from TL_A5_PACK_M
+ * is at most TL_A5_SMALL_B bytes and its panels stay in L1 (tl_a5_b_fits_l1); tiled in
+ * 16-column tiles without interleave read in place; anything else (row-major from TL_A5_PACK_M
  * rows, TL_DOT_TRANS_B, other tilings, strided) staged per panel of 32 columns x TL_A5_KC rows,
  * with a packed into 8-row micro-panels per TL_A5_MC x TL_A5_KC chunk. Other dtypes: 0.
  *
@@ -314,7 +314,7 @@ static void tl_a5_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64
  * lines) with at most 4 rows per set, so the panel never evicts itself. Rows a multiple of 4 KiB
  * apart share one set (the reason b is staged from TL_A5_PACK_M rows); 64 rows 256 bytes apart
  * use each set 4 times. Then packing a and staging b per call only costs (f32 64x64x64 in L1,
- * tilec_bench_tile_dot: 84 -> 107 GFLOP/s). */
+ * tilec_bench_tile_dot: 83 -> 104-108 GFLOP/s). */
 static int tl_a5_b_fits_l1(int64_t kk, int64_t ldb) {
   int64_t s = (ldb * 4) % 4096, g = 4096;
   if (s) /* gcd(s, 4096): the spacing of the rows' positions within a 4 KiB way */

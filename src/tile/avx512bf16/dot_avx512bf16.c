@@ -207,9 +207,9 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
 
 /* Dispatches (mode, mr, nv) to a specialised copy of the microkernel, one row block at a time
  * over m rows, the last 1-7 rows as blocks of 4, 2 and 1 (one row at a time left 2 accumulator
- * chains per instruction latency: bf16 / int8 1023^3 with a read in place, whose last M block
- * has 127 rows, ran 3-4% slower than with a staged block of 128); the last full row block (with
- * fewer rows than a block, the last call) prefetches pfo bytes ahead (0: none; see tl_bf_kern). */
+ * chains per instruction latency: 100x4096x4096, 2 threads, bf16 10.12 -> 9.23 ms, int8 5.12 ->
+ * 4.83); the last full row block (with fewer rows than a block, the last call) prefetches pfo
+ * bytes ahead (0: none; see tl_bf_kern). */
 static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const char *a, int64_t ldab,
                        const tl_bf_bsrc *src, char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1, int accum,
                        int64_t pfo, int64_t pq) {
