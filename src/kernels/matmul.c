@@ -419,10 +419,13 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * [K, N] (shared by the inner batch: tiled tensors have no strides to broadcast with) */
     r->ib = n;
     const int64_t shape3[3] = {inner, bd->K, bd->N};
-    const int per_z = istr[1] != 0 && inner > 1;
-    bd->in[n] = (tl_blockspec){.ndim = per_z ? 3 : 2, .block = {1, BK, BN}, .map = mb, .layout = b->layout, .stage = TL_STAGE_NEVER};
-    if (!per_z) bd->in[n].block[0] = BK, bd->in[n].block[1] = BN, bd->in[n].block[2] = 0, bd->in[n].map = "z, j, i, k -> k, j";
-    bd->tin[n++] = tl_tensor_make_tiled(b->data, b->dtype, per_z ? 3 : 2, per_z ? shape3 : shape3 + 1, b->layout);
+    if (istr[1] != 0 && inner > 1) {
+      bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb, .layout = b->layout, .stage = TL_STAGE_NEVER};
+      bd->tin[n++] = tl_tensor_make_tiled(b->data, b->dtype, 3, shape3, b->layout);
+    } else {
+      bd->in[n] = (tl_blockspec){.ndim = 2, .block = {BK, BN}, .map = "z, j, i, k -> k, j", .layout = b->layout, .stage = TL_STAGE_NEVER};
+      bd->tin[n++] = tl_tensor_make_tiled(b->data, b->dtype, 2, shape3 + 1, b->layout);
+    }
   }
   if (o->bias) {
     r->ibias = n;

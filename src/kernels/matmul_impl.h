@@ -50,10 +50,11 @@ typedef struct tl_mm_run {
   /* b streamed in place (few rows, unit column stride, past half the L3): TL_STAGE_NEVER, so
    * the body narrows the dot's operands to the valid extents of the step's blocks */
   int stream;
-  /* f32 a with unit column stride, and b packed or with unit column stride: a (and a row-major
-   * b) read in place at the edges of M, N and K too (TL_STAGE_NEVER), the body narrowing the dot
-   * to the valid extents (a packed b: its valid rows and K exactly), and, b not packed, K blocks
-   * of any length (not rounded to 16): no padded copies of edge blocks */
+  /* a with unit column stride read in place at the edges of M, N and K too (TL_STAGE_NEVER),
+   * the body narrowing the dot to the valid extents: f32 with a packed b or a row-major b with
+   * unit column stride (also read in place, with K blocks of any length, not rounded to 16);
+   * bf16 / int8 with a packed b below AMX (whose tiles want whole groups). A packed b is
+   * narrowed to the exact valid rows and K: no padded copies of edge blocks */
   int edges;
   int64_t BM, BN, BK;
 } tl_mm_run;

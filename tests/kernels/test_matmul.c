@@ -531,9 +531,9 @@ static void test_balance(void) {
   tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1};
   REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
   const int64_t n = 4097, sa[2] = {n, n};
-  float dummy[16]; /* config only: never read */
-  tl_tensor a = tl_tensor_make(dummy, TL_F32, 2, sa), c = a;
-  tl_tensor b = tl_tensor_make_tiled(dummy, TL_F32, 2, sa, tl_mm_pack_layout(TL_F32, n, 1));
+  float da_[4], db_[4], dc_[4]; /* config only: never read */
+  tl_tensor a = tl_tensor_make(da_, TL_F32, 2, sa), c = tl_tensor_make(dc_, TL_F32, 2, sa);
+  tl_tensor b = tl_tensor_make_tiled(db_, TL_F32, 2, sa, tl_mm_pack_layout(TL_F32, n, 1));
   int64_t cfg[3];
   int tuned = -1;
   CHECK(tl_mm_config_used(ctx, &a, &b, &c, NULL, cfg, &tuned) == TL_OK && tuned == 0, "[%s] config: %s", g_isa, tl_ctx_error(ctx));
