@@ -160,16 +160,42 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
   }
 }
 
+/* Transposes 8 rows x 8 columns of a (row stride lda) into 8 groups of 8 floats, group k holding
+ * column k of the 8 rows: two rounds of in-lane shuffles, then the 128-bit halves swapped. */
+static inline void tl_a5_tr8(float *o, const float *a, int64_t lda) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(a + i * lda);
+  for (int i = 0; i < 8; i += 2) { /* (row i, row i+1) interleaved: columns 0,1 | 4,5 and 2,3 | 6,7 */
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) { /* rows h..h+3 of columns q | q+4, q = 0..3 */
+    u[h + 0] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int q = 0; q < 4; q++) {
+    _mm256_storeu_ps(o + q * 8, _mm256_permute2f128_ps(u[q], u[q + 4], 0x20));
+    _mm256_storeu_ps(o + (q + 4) * 8, _mm256_permute2f128_ps(u[q], u[q + 4], 0x31));
+  }
+}
+
 /* Packs a[0..m) x [k0..k0+kc) (row stride lda) for the packed kernels: row block r (rows
  * r*MR..) holds kc groups of TL_A5_MR values, (i, k) at out[r*MR*kc + k*MR + i%MR]; rows beyond m
- * in the last block are left unwritten (the kernel never reads them). */
+ * in the last block are left unwritten (the kernel never reads them). Whole row blocks go 8
+ * columns at a time through tl_a5_tr8 (the element loop cost 2-5% of f32 64-128 x 4096 x 4096,
+ * which packs a on every step). */
 static void tl_a5_pack_a(float *out, const float *a, int64_t lda, int64_t m, int64_t k0, int64_t kc) {
   for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MR) {
     const int64_t mr = m - i0 < TL_A5_MR ? m - i0 : TL_A5_MR;
     float *o = out + i0 * kc;
+    int64_t kv = 0;
+    if (mr == TL_A5_MR)
+      for (; kv + 8 <= kc; kv += 8) tl_a5_tr8(o + kv * TL_A5_MR, a + i0 * lda + k0 + kv, lda);
     for (int64_t i = 0; i < mr; i++) {
       const float *src = a + (i0 + i) * lda + k0;
-      for (int64_t k = 0; k < kc; k++) o[k * TL_A5_MR + i] = src[k];
+      for (int64_t k = kv; k < kc; k++) o[k * TL_A5_MR + i] = src[k];
     }
   }
 }
