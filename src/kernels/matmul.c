@@ -365,16 +365,16 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   const int tmp = beta_nz && !r->int_out;
   const int nscr = !acc_in_c + cvt + tmp;
   const int tiled_b = da != TL_F32 || r->packed;
-  /* a few rows of a (f32: 4; bf16, int8: 2) against a row-major b with unit column stride, b
+  /* a few rows of a (TL_MM_STREAM_M) against a row-major b with unit column stride, b
    * larger than half the L3 (a cached b is read faster in panels): the dot streams b's rows in
    * place (its streaming walk, taken for b blocks beyond 1 MiB), never staged; measured f32
    * 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms */
   {
     const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
-    /* f32 up to TL_MM_STREAM_M rows; bf16 / int8 up to 2, where carrying the accumulators
-     * through c between chunks of 8 rows of b costs little (measured at 4 rows: int8 slower) */
-    const int64_t sm = da == TL_F32 ? TL_MM_STREAM_M : 2;
-    r->stream = !r->packed && bd->M <= sm && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
+    /* up to TL_MM_STREAM_M rows, where carrying the accumulators through c between chunks of
+     * rows of b costs little (at 3-4 rows: int8 slower; f32 2x slower than 32-column panels,
+     * 4x4096x4096 3.3-4.7 -> 1.5-1.8 ms) */
+    r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
   /* bf16 / int8 a at the edges of a packed b: in place too below AMX (its tiles want whole
@@ -403,8 +403,11 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     if (r->stream || r->edges) bd->in[n].stage = TL_STAGE_NEVER; /* edge blocks too: the body narrows to valid */
     /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
      * product, where staging would cost as much as the product): the AVX512-BF16 / VNNI dot
-     * reads row-major b in place then */
-    if (tiled_b && bd->K > 0 && bd->M > (da == TL_BF16 ? 16 : 8)) { /* (int8 rebuilds quads per 4 rows) */
+     * reads row-major b in place then. int8 rebuilds its quads for every 4 rows of a, so it
+     * stages from 3 rows (2 threads: 8x4096x4096 2.47 -> 1.26 ms, 8x512x512 45 -> 25 us,
+     * 5x11008x4096 3.9 -> 3.1 ms; 3-4 rows within noise); bf16 gains nothing from staging up
+     * to 16 rows (3-4 rows 10-25% slower staged, 6-16 within noise) */
+    if (tiled_b && bd->K > 0 && bd->M > (da == TL_BF16 ? 16 : 2)) {
       bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = da == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)BK, .tile_c = 16};
       /* the next step's b rows (short runs a row stride apart, which the packer would wait on)
        * are prefetched while this step's dot runs (bf16 128x4096x11008, 2 threads: 36.6 -> 33.3

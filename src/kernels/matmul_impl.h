@@ -30,9 +30,9 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_LONG_K 2
 /* N blocks of a packed b: up to this many columns (staged b: 256) */
 #define TL_MM_BN_PACKED 512
-/* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of f32 a
- * (bf16 / int8: 2), K blocks of up to TL_MM_BK_STREAM rows (b is never staged: no VMEM). */
-#define TL_MM_STREAM_M 4
+/* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of a,
+ * K blocks of up to TL_MM_BK_STREAM rows (b is never staged: no VMEM). */
+#define TL_MM_STREAM_M 2
 #define TL_MM_BK_STREAM 1024
 
 /* What the body reads (the kernel's user data). alpha and beta (and the packed base) are set

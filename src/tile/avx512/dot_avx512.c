@@ -2,8 +2,9 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride). b: row-major with unit
- * column stride read in place below TL_A5_PACK_M rows (1-4 rows: the skinny kernel, or the
- * streaming one for a b block past TL_A5_STREAM_BYTES), and from any row count when the block
+ * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
+ * TL_A5_STREAM_BYTES: the streaming kernel; 1-4 rows with at most 128 / 64 columns: the skinny
+ * one; else 32-column panels), and from any row count when the block
  * is at most TL_A5_SMALL_B bytes and its panels stay in L1 (tl_a5_b_fits_l1); tiled in
  * 16-column tiles without interleave read in place; anything else (row-major from TL_A5_PACK_M
  * rows, TL_DOT_TRANS_B, other tilings, strided) staged per panel of 32 columns x TL_A5_KC rows,
@@ -42,8 +43,8 @@ typedef struct tl_a5_pf {
 #define TL_A5_PACK_M 32
 /* Rows of a packed at a time (a multiple of TL_A5_MR): 64 KiB of stack with TL_A5_KC. */
 #define TL_A5_MC 128
-/* A b block (in place, 1-4 rows of acc) beyond this many bytes comes from memory: it is walked
- * in row order (tl_a5_stream); a smaller one, in the caches, in panels (tl_a5_skinny). */
+/* A b block (in place, 1-2 rows of acc) beyond this many bytes comes from memory: it is walked
+ * in row order (tl_a5_stream); a smaller one, in the caches, in panels. */
 #define TL_A5_STREAM_BYTES ((int64_t)1 << 20)
 
 /* How the microkernel reads a and b (a compile-time constant in every copy of it). */
@@ -90,6 +91,9 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
     if (pfk) { /* the next panel's vectors, one per vector read, into L2 */
       _mm_prefetch(pf->p + k * pf->ld, _MM_HINT_T1);
       if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o, _MM_HINT_T1);
+      /* and the line after, which a row not aligned to 64 bytes reaches (b from malloc: 16
+       * bytes off; f32 16x4096x4096 with such a b 9.5 -> 4.4 ms, 128x4096x4096 25.0 -> 22.9) */
+      if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o + 63, _MM_HINT_T1);
     }
     /* a staged or tiled b has whole 16-column vectors for rows: plain loads (lanes beyond the
      * masks only reach columns that are never stored) */
@@ -236,7 +240,7 @@ static inline __attribute__((always_inline)) void tl_a5_wide(int mr, int nv, int
 }
 
 /* acc (+)= a @ b for 1..4 rows with b row-major in place: panels of 128 columns (1-2 rows) or
- * 64 (3-4 rows). */
+ * 64 (3-4 rows); tl_avx512_dot calls it for blocks of one panel. */
 static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldb,
                          float *c, int64_t ldc, int accum) {
   const int64_t w = m <= 2 ? 128 : 64;
@@ -252,9 +256,9 @@ static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64
   }
 }
 
-/* The streaming skinny kernel (1..4 rows of acc, b row-major read in place): b is walked row
- * after row, sr rows per sweep (8 for 1-2 rows of acc, 4 for 3-4: a's broadcasts and the rows of
- * b stay in registers; at most TL_A5_SR) over all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept
+/* The streaming skinny kernel (1-2 rows of acc, b row-major read in place): b is walked row
+ * after row, sr rows per sweep (8: a's broadcasts and the rows of b stay in registers; at most
+ * TL_A5_SR) over all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept
  * in c itself between sweeps (L1/L2), so b is read as sr long contiguous runs at a time, which the
  * hardware prefetchers follow across pages (the 64-128-column panels of tl_a5_skinny are short
  * runs a row stride apart, each in a new page: 16 GB/s of the 31.7 DRAM gives). mr and sr are
@@ -266,9 +270,9 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int sr, i
   for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += sr) {
     const int kr = (int)(kk - k0 < sr ? kk - k0 : sr); /* 0 only for kk == 0 */
     const int load = accum || k0 > 0;
-    __m512 av[4][TL_A5_SR];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++)
+    __m512 av[2][TL_A5_SR];
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
 #pragma GCC unroll 8
       for (int q = 0; q < TL_A5_SR; q++) av[i][q] = _mm512_set1_ps(i < mr && q < kr ? a[i * lda + k0 + q] : 0.0f);
     const float *br = b + k0 * ldb;
@@ -277,8 +281,8 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int sr, i
       __m512 bv[TL_A5_SR];
 #pragma GCC unroll 8
       for (int q = 0; q < TL_A5_SR; q++) bv[q] = q < kr ? _mm512_maskz_loadu_ps(mk, br + q * ldb + j) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) {
+#pragma GCC unroll 2
+      for (int i = 0; i < 2; i++) {
         if (i >= mr) break;
         __m512 acc = load ? _mm512_maskz_loadu_ps(mk, c + i * ldc + j) : _mm512_setzero_ps();
         if (kr == sr) { /* the k order of every other path: one fused multiply-add per k */
@@ -379,16 +383,18 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
   if (in_place) { /* b in place */
     const float *pb = (const float *)b->data;
-    if (m <= 4 && n * kk * 4 > TL_A5_STREAM_BYTES) {
-      switch (m) {
-      case 1: tl_a5_stream(1, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
-      case 2: tl_a5_stream(2, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
-      case 3: tl_a5_stream(3, 4, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
-      default: tl_a5_stream(4, 4, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum); break;
-      }
+    /* 1-2 rows, a b block from memory: the streaming walk. 1-4 rows whose b rows fit one skinny
+     * panel (b read as one contiguous run when its row stride is n): the skinny kernel. Any other
+     * b goes through the 32-column panels, whose next-panel prefetches hide the row stride:
+     * measured at 2 threads, f32 4x4096x4096 3.3-4.7 -> 1.5-1.8 ms (streamed 4 rows at a time),
+     * 4x1024x1024 200 -> 115 us and 1x1024x1024 175 -> 135 us (skinny 64 / 128-column panels);
+     * 2x64x4096 stays skinny (48 us; panels 65) */
+    if (m <= 2 && n * kk * 4 > TL_A5_STREAM_BYTES) {
+      if (m == 1) tl_a5_stream(1, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      else tl_a5_stream(2, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
-    if (m <= 4) {
+    if (m <= 4 && n <= (m <= 2 ? 128 : 64)) {
       tl_a5_skinny(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
