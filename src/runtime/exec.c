@@ -430,8 +430,8 @@ typedef struct tl_pfq {
   int n, r;               /* regions queued, the current one */
   int64_t row, off, left; /* position in region r; lines left in all */
   struct {
-    const char *p; /* first line of row 0 (64-byte aligned) */
-    int64_t rows, len, rs;
+    const char *p; /* row 0's first byte */
+    int64_t rows, len, rs; /* each row's bytes: from its first byte's line to its last's */
   } reg[TL_PFQ_REGIONS];
 } tl_pfq;
 static _Thread_local tl_pfq tl_pf_q;
@@ -443,9 +443,10 @@ int64_t tl_prefetch_pending(void) { return tl_pf_q.left; }
 void tl_prefetch_pump(int64_t lines) {
   tl_pfq *q = &tl_pf_q;
   for (; lines > 0 && q->left > 0; lines--, q->left--) {
-    const char *p = q->reg[q->r].p + q->row * q->reg[q->r].rs + q->off;
-    __builtin_prefetch(p, 0, 2); /* into L2: the block is used from the next step on */
-    if ((q->off += 64) >= q->reg[q->r].len) {
+    const char *row = q->reg[q->r].p + q->row * q->reg[q->r].rs;
+    const int64_t mis = (int64_t)((uintptr_t)row & 63);
+    __builtin_prefetch(row - mis + q->off, 0, 2); /* into L2: the block is used from the next step on */
+    if ((q->off += 64) >= q->reg[q->r].len + mis) {
       q->off = 0;
       if (++q->row == q->reg[q->r].rows) q->row = 0, q->r++;
     }
@@ -472,15 +473,20 @@ static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64
       if (off < 0) continue;
       const char *p0 = (const char *)o->t.data + off * (int64_t)o->esize;
       const int64_t len = ((rc.cols - 1) * rc.cs + 1) * (int64_t)o->esize, rs = rc.rs * (int64_t)o->esize;
+      /* each row from the line holding its first byte to the one holding its last (rows whose
+       * stride is not a multiple of 64 bytes start at different offsets in their lines) */
       if (rc.rows > 0 && len > 0 && q->n < TL_PFQ_REGIONS) {
-        const int64_t mis = (int64_t)((uintptr_t)p0 & 63);
-        q->reg[q->n].p = p0 - mis, q->reg[q->n].rows = rc.rows, q->reg[q->n].len = len + mis;
+        q->reg[q->n].p = p0, q->reg[q->n].rows = rc.rows, q->reg[q->n].len = len;
         q->reg[q->n++].rs = rs;
-        q->left += rc.rows * ((len + mis + 63) / 64);
+        if (rs % 64 == 0) q->left += rc.rows * (((int64_t)((uintptr_t)p0 & 63) + len + 63) / 64);
+        else
+          for (int64_t r = 0; r < rc.rows; r++) q->left += ((int64_t)((uintptr_t)(p0 + r * rs) & 63) + len + 63) / 64;
         continue;
       }
-      for (int64_t r = 0; r < rc.rows; r++)
-        for (int64_t b = 0; b < len; b += 64) __builtin_prefetch(p0 + r * rs + b, 0, 3);
+      for (int64_t r = 0; r < rc.rows; r++) {
+        const char *row = p0 + r * rs - ((uintptr_t)(p0 + r * rs) & 63);
+        for (int64_t b = 0; b < (p0 + r * rs - row) + len; b += 64) __builtin_prefetch(row + b, 0, 3);
+      }
     }
   }
 }

@@ -108,8 +108,8 @@ static void prefetch_body(const tl_prog *p, tl_ref *refs, void *user) {
 static void test_prefetch_queue(void) {
   /* rows of 16 f32 (one 64-byte line each), blocks of 4 rows: the next block is 4 lines after
    * step 0, 2 (the edge block) after step 1, nothing after the last */
-  float *x = aligned_alloc(64, sizeof(float) * 160);
-  for (int e = 0; e < 160; e++) x[e] = (float)e;
+  float *x = aligned_alloc(64, sizeof(float) * 256);
+  for (int e = 0; e < 256; e++) x[e] = (float)e;
   int64_t sh[2] = {10, 16};
   tl_tensor tx = tl_tensor_make(x, TL_F32, 2, sh);
   tl_blockspec is = {.ndim = 2, .block = {4, 16}, .map = "i -> i, 0", .prefetch = 1};
@@ -128,6 +128,17 @@ static void test_prefetch_queue(void) {
   CHECK(log.at[0] == 4 && log.at[1] == 0 && log.at[2] == 0, "unpumped: %lld %lld %lld", (long long)log.at[0],
         (long long)log.at[1], (long long)log.at[2]);
   CHECK(tl_prefetch_pending() == 0, "nothing queued outside a run");
+  /* rows of 25 f32 (100 bytes, not a multiple of 64): each row starts at another offset in its
+   * line and needs 2 or 3 lines from the one holding its first byte to the one holding its last
+   * (rows 4-7 start 16, 52, 24, 60 bytes into a line: 2 + 3 + 2 + 3; rows 8-9 at 32, 4: 3 + 2) */
+  int64_t sh25[2] = {10, 25};
+  tl_tensor t25 = tl_tensor_make(x, TL_F32, 2, sh25);
+  tl_blockspec is25 = {.ndim = 2, .block = {4, 25}, .map = "i -> i, 0", .prefetch = 1};
+  k.in = &is25;
+  log.pump = 1;
+  CHECK(tl_call(ctx, &k, &t25, NULL) == TL_OK, "%s", tl_ctx_error(ctx));
+  CHECK(log.at[0] == 10 && log.at[1] == 5 && log.at[2] == 0, "100-byte rows: queued lines %lld %lld %lld",
+        (long long)log.at[0], (long long)log.at[1], (long long)log.at[2]);
   tl_ctx_free(ctx);
   free(x);
 }
