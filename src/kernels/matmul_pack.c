@@ -23,72 +23,16 @@ static int tl_mm_pack_pair(tl_dtype da, tl_dtype db) {
   return (da == TL_F32 && db == TL_F32) || (da == TL_BF16 && db == TL_BF16) || ((da == TL_I8 || da == TL_U8) && db == TL_I8);
 }
 
-/* See matmul_impl.h: checks b and the dtype pair, allocates the packed storage and copies b into
- * it (layouts in the opening comment). */
-tl_status tl_mm_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, int long_k, tl_tensor *packed) {
-  if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul_pack_b: ctx is NULL");
-  if (!b || !packed) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: %s is NULL", b ? "packed" : "b");
-  char msg[256];
-  tl_status s = tl_tensor_check(b, "b", msg, sizeof msg);
-  if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul_pack_b: %s", msg);
-  if (b->ndim < 2) return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul_pack_b: b has %d dims, needs at least 2 ([..., K, N])", b->ndim);
-  if (b->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b is already tiled");
-  const tl_dtype db = b->dtype;
-  if (!tl_mm_pack_pair(a_dtype, db))
-    return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul_pack_b: b is %s for a of %s; supported: f32 x f32, bf16 x bf16, u8/i8 x i8",
-                       tl_dtype_name(db), tl_dtype_name(a_dtype));
-  const int64_t numel = tl_tensor_numel(b);
-  if (!b->data && numel > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b has NULL data");
-  const int nd = b->ndim;
-  const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1], es = (int64_t)tl_dtype_size(db);
-  int64_t nmat = 1;
-  for (int d = 0; d < nd - 2; d++) nmat *= b->shape[d];
-  const tl_layout lay = tl_mm_pack_layout(db, K, long_k);
-  const int64_t mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
-  int64_t bytes;
-  if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
-    return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: b %lld x [%lld, %lld] is too large to pack", (long long)nmat,
-                       (long long)K, (long long)N);
-  char *dst = tl_aligned_alloc(64, (size_t)(bytes > 64 ? bytes : 64));
-  if (!dst) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: out of memory for %lld bytes", (long long)bytes);
-  memset(dst, 0, (size_t)bytes);
-  const int64_t ntc = TL_CDIV(N, 16), v = lay.vnni, tr = lay.tile_r, tile = tr * 16;
-  int64_t idx[TL_MAX_DIMS] = {0};
-  for (int64_t m = 0; m < nmat; m++) {
-    const char *src = b->data;
-    for (int d = 0; d < nd - 2; d++) src += idx[d] * b->stride[d] * es;
-    char *mat = dst + m * mat_elems * es;
-    for (int64_t r = 0; r < K; r++) {
-      const char *row = src + r * b->stride[nd - 2] * es;
-      const int64_t cs = b->stride[nd - 1] * es;
-      const int64_t rr = r % tr, rbase = (r / tr) * ntc * tile + (rr / v) * 16 * v + rr % v;
-      for (int64_t c = 0; c < N; c++)
-        memcpy(mat + (rbase + (c / 16) * tile + (c % 16) * v) * es, row + c * cs, (size_t)es);
-    }
-    for (int d = nd - 3; d >= 0 && ++idx[d] == b->shape[d]; d--) idx[d] = 0;
-  }
-  memset(packed, 0, sizeof *packed);
-  packed->data = dst, packed->dtype = db, packed->ndim = nd, packed->layout = lay;
-  for (int d = 0; d < nd; d++) packed->shape[d] = b->shape[d];
-  tl_ctx_ok(ctx);
-  return TL_OK;
-}
-
-/* The public packer: tl_mm_pack_b with the tile rows every product takes well, skinny included. */
-tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed) {
-  return tl_mm_pack_b(ctx, b, a_dtype, 0, packed);
-}
-
-/* ---- packing b inside a call (many rows of a) ----
+/* ---- the pack kernel ----
  *
  * A row-major f32 b read in place puts consecutive rows of a panel a row stride apart (for
  * power-of-two N, in the same L1 sets), and the dot stages each panel again for every M block;
  * bf16 / int8 b is staged into the VNNI layout again for every M block. When enough rows of a
- * share b, tl_matmul packs b once into the layout tl_matmul_pack_b makes, with a parallel grid
- * kernel, into a buffer the context keeps (a slot), and runs the packed plan. The kernel sees the
- * packed storage as a row-major [K tiles, N tiles, tile_r * 16] tensor of b's dtype (one row per
- * tile), so its output blocks are plain row-major blocks; every element of every tile is written
- * (padding zero). */
+ * share b, tl_matmul packs b once into the layout tl_matmul_pack_b makes (with longer tile rows,
+ * long_k), into a buffer the context keeps (a slot), and runs the packed plan. Both pack with the
+ * same parallel grid kernel, which sees the packed storage of one matrix as a row-major
+ * [K tiles, N tiles, tile_r * 16] tensor of b's dtype (one row per tile), so its output blocks are
+ * plain row-major blocks; every element of every tile is written (padding zero). */
 
 typedef struct tl_mm_pbuf {
   void *buf;
@@ -143,6 +87,101 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
   }
 }
 
+/* Packs the 2-D b ([K, N], K and N > 0, any strides) into dst (the packed storage of one matrix
+ * in layout lay) with the pack kernel on ctx's threads. The plan, kept in pb, depends on b's
+ * dtype, shape and strides and on lay: made when they change, rerun on each call's data. */
+static tl_status tl_mm_pack_run(tl_ctx *ctx, tl_mm_pbuf *pb, const tl_tensor *b, tl_layout lay, void *dst) {
+  const tl_dtype dt = b->dtype;
+  const int64_t K = b->shape[0], N = b->shape[1], es = (int64_t)tl_dtype_size(dt);
+  const int64_t tr = lay.tile_r, nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
+  const int64_t tshape[3] = {nkt, ntc, tr * 16};
+  const tl_tensor tiles = tl_tensor_make(dst, dt, 3, tshape);
+  /* both in place, edge blocks too (the body reads and writes only their valid part): the kernel
+   * needs no VMEM, so any staging budget packs */
+  const tl_blockspec specs[2] = {
+      {.ndim = 2, .block = {tr, 16 * TL_MM_PACK_TILES}, .map = "k, j -> k, j", .stage = TL_STAGE_NEVER},
+      {.ndim = 3, .block = {1, TL_MM_PACK_TILES, tr * 16}, .map = "k, j -> k, j, 0", .stage = TL_STAGE_NEVER},
+  };
+  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2,
+                       .grid = {nkt, TL_CDIV(ntc, TL_MM_PACK_TILES)}, .sem = {TL_PARALLEL, TL_PARALLEL},
+                       .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1], .user = pb};
+  if (!pb->plan || pb->dt != dt || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1] ||
+      memcmp(&pb->lay, &lay, sizeof lay) != 0) {
+    tl_plan_free(pb->plan);
+    pb->plan = NULL;
+    tl_ctx_info info;
+    tl_ctx_info_get(ctx, &info);
+    pb->lay = lay;
+    pb->pack = dt == TL_F32 ? NULL : tl_packer_find((size_t)es, lay, info.isa);
+    tl_status s = tl_plan_new(ctx, &k, b, &tiles, &pb->plan);
+    if (s != TL_OK) return s;
+    pb->dt = dt, pb->K = K, pb->N = N, pb->rs = b->stride[0], pb->cs = b->stride[1];
+  }
+  return tl_plan_run(pb->plan, b, &tiles);
+}
+
+/* See matmul_impl.h: checks b and the dtype pair, allocates the packed storage and packs each
+ * matrix of b into it with the pack kernel (layouts in the opening comment). */
+tl_status tl_mm_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, int long_k, tl_tensor *packed) {
+  if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul_pack_b: ctx is NULL");
+  if (!b || !packed) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: %s is NULL", b ? "packed" : "b");
+  char msg[256];
+  tl_status s = tl_tensor_check(b, "b", msg, sizeof msg);
+  if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul_pack_b: %s", msg);
+  if (b->ndim < 2) return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul_pack_b: b has %d dims, needs at least 2 ([..., K, N])", b->ndim);
+  if (b->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b is already tiled");
+  const tl_dtype db = b->dtype;
+  if (!tl_mm_pack_pair(a_dtype, db))
+    return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul_pack_b: b is %s for a of %s; supported: f32 x f32, bf16 x bf16, u8/i8 x i8",
+                       tl_dtype_name(db), tl_dtype_name(a_dtype));
+  const int64_t numel = tl_tensor_numel(b);
+  if (!b->data && numel > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul_pack_b: b has NULL data");
+  const int nd = b->ndim;
+  const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1], es = (int64_t)tl_dtype_size(db);
+  int64_t nmat = 1;
+  for (int d = 0; d < nd - 2; d++) nmat *= b->shape[d];
+  const tl_layout lay = tl_mm_pack_layout(db, K, long_k);
+  const int64_t mat_elems = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16;
+  int64_t bytes;
+  if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
+    return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: b %lld x [%lld, %lld] is too large to pack", (long long)nmat,
+                       (long long)K, (long long)N);
+  char *dst = tl_aligned_alloc(64, (size_t)(bytes > 64 ? bytes : 64));
+  if (!dst) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: out of memory for %lld bytes", (long long)bytes);
+  if (numel > 0) { /* (an empty b has no tiles, or only K = 0 / N = 0 ones: nothing to write) */
+    tl_mm_pbuf pb = {0};
+    int64_t idx[TL_MAX_DIMS] = {0};
+    for (int64_t m = 0; m < nmat && s == TL_OK; m++) {
+      const char *src = b->data;
+      for (int d = 0; d < nd - 2; d++) src += idx[d] * b->stride[d] * es;
+      const int64_t shape2[2] = {K, N};
+      tl_tensor b2 = tl_tensor_make((void *)src, db, 2, shape2);
+      b2.stride[0] = b->stride[nd - 2], b2.stride[1] = b->stride[nd - 1];
+      s = tl_mm_pack_run(ctx, &pb, &b2, lay, dst + m * mat_elems * es);
+      for (int d = nd - 3; d >= 0 && ++idx[d] == b->shape[d]; d--) idx[d] = 0;
+    }
+    tl_plan_free(pb.plan);
+    if (s != TL_OK) {
+      char why[256];
+      snprintf(why, sizeof why, "%s", tl_ctx_error(ctx));
+      tl_aligned_free(dst);
+      return tl_ctx_fail(ctx, s, "tl_matmul_pack_b: packing b [%lld, %lld]: %s", (long long)K, (long long)N, why);
+    }
+  }
+  memset(packed, 0, sizeof *packed);
+  packed->data = dst, packed->dtype = db, packed->ndim = nd, packed->layout = lay;
+  for (int d = 0; d < nd; d++) packed->shape[d] = b->shape[d];
+  tl_ctx_ok(ctx);
+  return TL_OK;
+}
+
+/* The public packer: tl_mm_pack_b with the tile rows every product takes well, skinny included. */
+tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed) {
+  return tl_mm_pack_b(ctx, b, a_dtype, 0, packed);
+}
+
+/* ---- packing b inside a call (many rows of a) ---- */
+
 /* Rows of a sharing b from which packing b per call pays (see docs/matmul.md, "Measured"). */
 #define TL_MM_AUTOPACK_ROWS 256
 /* ... and from this many elements of b (256 KiB of f32). */
@@ -178,27 +217,8 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
     tl_aligned_free(pb->buf);
     pb->buf = nb, pb->cap = bytes;
   }
-  const int64_t tshape[3] = {nkt, ntc, tr * 16}, shape[2] = {K, N};
-  const tl_tensor tiles = tl_tensor_make(pb->buf, dt, 3, tshape);
-  const tl_blockspec specs[2] = {
-      {.ndim = 2, .block = {tr, 16 * TL_MM_PACK_TILES}, .map = "k, j -> k, j"},
-      {.ndim = 3, .block = {1, TL_MM_PACK_TILES, tr * 16}, .map = "k, j -> k, j, 0"},
-  };
-  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2,
-                       .grid = {nkt, TL_CDIV(ntc, TL_MM_PACK_TILES)}, .sem = {TL_PARALLEL, TL_PARALLEL},
-                       .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1], .user = pb};
-  /* the plan depends on b's dtype, shape and strides only: made once, rerun on each call's data */
-  if (!pb->plan || pb->dt != dt || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1]) {
-    tl_plan_free(pb->plan);
-    pb->plan = NULL;
-    tl_ctx_info info;
-    tl_ctx_info_get(ctx, &info);
-    pb->lay = lay;
-    pb->pack = dt == TL_F32 ? NULL : tl_packer_find((size_t)es, lay, info.isa);
-    if (tl_plan_new(ctx, &k, b, &tiles, &pb->plan) != TL_OK) return 0; /* (a budget too small for a tile row) */
-    pb->dt = dt, pb->K = K, pb->N = N, pb->rs = b->stride[0], pb->cs = b->stride[1];
-  }
-  if (tl_plan_run(pb->plan, b, &tiles) != TL_OK) return 0;
+  if (tl_mm_pack_run(ctx, pb, b, lay, pb->buf) != TL_OK) return 0;
+  const int64_t shape[2] = {K, N};
   *packed = tl_tensor_make_tiled(pb->buf, dt, 2, shape, lay);
   return 1;
 }

@@ -442,6 +442,55 @@ static void test_packed_long_k(void) {
     }
 }
 
+/* tl_matmul_pack_b's layout, element by element from its definition: matrix m of b at
+ * m * (tiles per matrix) * tile_r * 16, element (r, c) in tile row r / tile_r, tile c / 16, at
+ * (r % tile_r / vnni) * 16 * vnni + (c % 16) * vnni + r % vnni; every other element (padding)
+ * zero. Batched, transposed and broadcast b, K and N that divide nothing, on this context and on
+ * one with 4 KiB of VMEM (the pack kernel needs none). */
+static void test_pack_layout(void) {
+  static const tl_dtype dts[3][2] = {{TL_F32, TL_F32}, {TL_BF16, TL_BF16}, {TL_U8, TL_I8}};
+  tl_ctx *tiny = NULL;
+  tl_ctx_opts to = {.isa = g_isa, .vmem_bytes = 4096};
+  CHECK(tl_ctx_new(&to, &tiny) == TL_OK, "tiny context: %s", tl_last_error());
+  for (int d = 0; d < 3; d++)
+    for (int form = 0; form < 3; form++) { /* plain; transposed; batch dim broadcast (stride 0) */
+      const int64_t K = form == 1 ? 70 : 37, N = form == 2 ? 16 : 45, shape[3] = {2, K, N};
+      mm_t b = mk(dts[d][1], 3, shape, form == 1, form == 2 ? 0 : -1);
+      for (int cx = 0; cx < 2; cx++) {
+        tl_ctx *ctx = cx ? tiny : g_ctx;
+        if (!ctx) continue;
+        tl_tensor pb;
+        tl_status s = tl_matmul_pack_b(ctx, &b.t, dts[d][0], &pb);
+        CHECK(s == TL_OK, "[%s] pack_b %s form %d ctx %d: %s", g_isa, tl_dtype_name(dts[d][1]), form, cx, tl_ctx_error(ctx));
+        if (s != TL_OK) continue;
+        const tl_layout l = pb.layout;
+        const int64_t es = (int64_t)tl_dtype_size(pb.dtype), tr = l.tile_r, v = l.vnni, ntc = (N + 15) / 16;
+        const int64_t mat = (K + tr - 1) / tr * tr * ntc * 16, total = 2 * mat;
+        CHECK(l.tiled && l.tile_c == 16 && v == (d == 0 ? 1 : d == 1 ? 2 : 4) && tr % (16 * v) == 0 && pb.ndim == 3,
+              "[%s] %s layout tile_r %d vnni %d", g_isa, tl_dtype_name(pb.dtype), l.tile_r, l.vnni);
+        char *seen = calloc((size_t)total, 1);
+        int64_t bad = 0, pad = 0;
+        for (int64_t m = 0; m < 2; m++)
+          for (int64_t r = 0; r < K; r++)
+            for (int64_t c = 0; c < N; c++) {
+              const int64_t idx[3] = {m, r, c};
+              const int64_t at = m * mat + (r / tr) * ntc * tr * 16 + (c / 16) * tr * 16 + (r % tr / v) * 16 * v + (c % 16) * v + r % v;
+              seen[at] = 1;
+              bad += memcmp((const char *)pb.data + at * es, tl_tensor_at(&b.t, idx), (size_t)es) != 0;
+            }
+        for (int64_t e = 0; e < total; e++)
+          if (!seen[e])
+            for (int64_t q = 0; q < es; q++) pad += ((const char *)pb.data)[e * es + q] != 0;
+        CHECK(bad == 0 && pad == 0, "[%s] %s form %d ctx %d: %lld elements misplaced, %lld padding bytes not zero", g_isa,
+              tl_dtype_name(pb.dtype), form, cx, (long long)bad, (long long)pad);
+        free(seen);
+        tl_free(pb.data);
+      }
+      free(b.mem);
+    }
+  tl_ctx_free(tiny);
+}
+
 /* 1-2 rows of a against a row-major b beyond half the L3: b streamed in place, never staged
  * (edge N and K blocks narrowed to their valid part); equal to the packed b bit for bit. 4 rows
  * (f32: b in place in 32-column panels) too. */
@@ -646,6 +695,7 @@ int main(void) {
     RUN(test_packed_per_call_vnni);
     RUN(test_packed_skinny);
     RUN(test_packed_long_k);
+    RUN(test_pack_layout);
     RUN(test_stream);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
