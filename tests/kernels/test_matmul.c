@@ -491,6 +491,38 @@ static void test_pack_layout(void) {
   tl_ctx_free(tiny);
 }
 
+/* f32 b whose rows are not on 64-byte lines (the dot then runs a narrower first panel up to the
+ * next line): c equal bit for bit to the same product with b aligned, for row counts of the
+ * in-place panel path, N that are multiples of 16 (rows all at one offset in their lines) and
+ * not, and b 4 to 60 bytes off. */
+static void test_misaligned_b(void) {
+  static const int64_t ms[] = {3, 5, 8, 13, 24, 31}, ns[] = {5, 16, 48, 272, 100};
+  static const int offs[] = {1, 4, 13, 15};
+  const int64_t K = 37;
+  for (size_t im = 0; im < TL_ARRAY_LEN_T(ms); im++)
+    for (size_t in = 0; in < TL_ARRAY_LEN_T(ns); in++) {
+      const int64_t M = ms[im], N = ns[in], sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+      mm_t a = mk(TL_F32, 2, sa, 0, -1), b = mk(TL_F32, 2, sb, 0, -1);
+      float *buf = aligned_alloc(64, (size_t)(K * N + 64) * sizeof(float));
+      float *c0 = malloc(sizeof(float) * (size_t)(M * N)), *c1 = malloc(sizeof(float) * (size_t)(M * N));
+      tl_tensor tc0 = tl_tensor_make(c0, TL_F32, 2, sc), tc1 = tl_tensor_make(c1, TL_F32, 2, sc);
+      memcpy(buf, b.mem, sizeof(float) * (size_t)(K * N));
+      tl_tensor tb = tl_tensor_make(buf, TL_F32, 2, sb);
+      tl_status s = tl_matmul(g_ctx, &a.t, &tb, &tc0, NULL);
+      CHECK(s == TL_OK, "[%s] aligned b %lldx%lld: %s", g_isa, (long long)M, (long long)N, tl_ctx_error(g_ctx));
+      for (size_t io = 0; io < TL_ARRAY_LEN_T(offs) && s == TL_OK; io++) {
+        memcpy(buf + offs[io], b.mem, sizeof(float) * (size_t)(K * N));
+        tb.data = buf + offs[io];
+        fill_nan(&tc1);
+        tl_status s1 = tl_matmul(g_ctx, &a.t, &tb, &tc1, NULL);
+        CHECK(s1 == TL_OK && !memcmp(c0, c1, sizeof(float) * (size_t)(M * N)),
+              "[%s] b %d bytes off a line, %lldx%lldx%lld: %s, c %s the aligned run's", g_isa, offs[io] * 4, (long long)M,
+              (long long)N, (long long)K, tl_status_name(s1), s1 == TL_OK ? "differs from" : "not compared with");
+      }
+      free(buf), free(c0), free(c1), free(a.mem), free(b.mem);
+    }
+}
+
 /* 1-2 rows of a against a row-major b beyond half the L3: b streamed in place, never staged
  * (edge N and K blocks narrowed to their valid part); equal to the packed b bit for bit. 4 rows
  * (f32: b in place in 32-column panels) too. */
@@ -696,6 +728,7 @@ int main(void) {
     RUN(test_packed_skinny);
     RUN(test_packed_long_k);
     RUN(test_pack_layout);
+    RUN(test_misaligned_b);
     RUN(test_stream);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
