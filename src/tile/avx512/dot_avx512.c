@@ -356,6 +356,14 @@ static int tl_a5_b_fits_l1(int64_t kk, int64_t ldb) {
   return kk <= 4 * positions;
 }
 
+/* Columns of a row-major b (row stride ldb floats, n columns) before its rows' next 64-byte line
+ * when they all sit at one offset off a line (0 when aligned, or when rows differ): the width of
+ * a first panel after which every panel starts on a line. */
+static int64_t tl_a5_lead(const float *b, int64_t ldb, int64_t n) {
+  const int64_t mis = (int64_t)((uintptr_t)b & 63);
+  return mis && mis % 4 == 0 && (ldb * 4) % 64 == 0 ? TL_MIN(n, (64 - mis) / 4) : 0;
+}
+
 /* tl_tile_dot's AVX-512 f32 path (see the opening comment). Returns 1 when it did the work. */
 int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   if (acc->dtype != TL_F32 || a->dtype != TL_F32 || b->dtype != TL_F32) return 0;
@@ -404,8 +412,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
      * threads: 8 rows 3.2 -> 2.6 ms, 24 rows 9.6-9.9 -> 5.3-5.6, 28 rows 9.1-9.4 -> 6.3, 12 rows
      * 3.8-4.1 -> 3.4-3.5 (aligned b: 1.9, 4.5, 5.3, 2.6); 31 rows 6.4-6.6 -> 6.9-7.0 (the two
      * partial panels of each N block cost ~9% more products) */
-    const int64_t mis = (int64_t)((uintptr_t)pb & 63);
-    const int64_t lead = mis && mis % 4 == 0 && (b->stride[0] * 4) % 64 == 0 ? TL_MIN(n, (64 - mis) / 4) : 0;
+    const int64_t lead = tl_a5_lead(pb, b->stride[0], n);
     for (int64_t j0 = 0, nr; j0 < n; j0 += nr) {
       nr = j0 == 0 && lead ? lead : TL_MIN(TL_A5_NR, n - j0);
       const tl_a5_pf pf = {(const char *)(pb + j0 + nr), b->stride[0] * 4, 64, 1};
@@ -455,8 +462,12 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
       kc = kk - k0 < TL_A5_KC ? kk - k0 : TL_A5_KC;
       if (tiled16 && kc > tr - k0 % tr) kc = tr - k0 % tr;
       tl_a5_pack_a(abuf, pa + i0 * lda, lda, mc, k0, kc);
-      for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
-        const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
+      /* (a row-major b off its lines is staged in the usual panels: line-aligned ones, as in
+       * place, measured 4-7% slower at 64-128 rows, the partial panels costing more than the
+       * straddling copies) */
+      const int rm = !tiled16 && !tb && !b->layout.tiled && b->stride[1] == 1;
+      for (int64_t j0 = 0, nr; j0 < n; j0 += nr) {
+        nr = TL_MIN(TL_A5_NR, n - j0);
         const float *bp = buf;
         int64_t ldbp = TL_A5_NR, bo = 16;
         if (tiled16) { /* in place: two consecutive 16-column tiles of tile row k0 / tr */
@@ -468,9 +479,9 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
         /* staged row-major b: the last row block prefetches the next panel's source rows (this
          * k chunk's next 32 columns, or the next k chunk's first) */
         tl_a5_pf pf = {NULL, b->stride[0] * 4, 64, 0}, *pfp = NULL;
-        if (!tiled16 && !tb && !b->layout.tiled && b->stride[1] == 1) {
+        if (rm) {
           const float *pb = (const float *)b->data;
-          if (j0 + TL_A5_NR < n) pf.p = (const char *)(pb + k0 * b->stride[0] + j0 + TL_A5_NR), pfp = &pf;
+          if (j0 + nr < n) pf.p = (const char *)(pb + k0 * b->stride[0] + j0 + nr), pfp = &pf;
           else if (k0 + kc < kk && kk - k0 - kc >= kc) pf.p = (const char *)(pb + (k0 + kc) * b->stride[0]), pfp = &pf;
         }
         tl_a5_panel(mc, nr, kc, TL_A5_PACKED, abuf, 0, bp, ldbp, bo, pc + i0 * ldc + j0, ldc, accum || k0 > 0, pfp, pq);
