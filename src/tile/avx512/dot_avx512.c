@@ -24,10 +24,11 @@
 #include "../tile_impl.h"
 
 /* Where a panel's next panel is, for the kernel's prefetches: row k's bytes at p + k * ld, the
- * second vector's at + o. */
+ * second vector's at + o, and a third line at + o3 (o + 63 for a row-major b, whose rows off a
+ * 64-byte line span three; o for tiled b, the second vector's line again). */
 typedef struct tl_a5_pf {
   const char *p;
-  int64_t ld, o;
+  int64_t ld, o, o3;
   int single; /* prefetch also when the panel has one row block (measured: pays for row-major b
                * in place, 5-8 rows 3.5 -> 2.5 ms at 8x4096x4096; not for tiled b) */
 } tl_a5_pf;
@@ -93,7 +94,7 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
       if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o, _MM_HINT_T1);
       /* and the line after, which a row not aligned to 64 bytes reaches (b from malloc: 16
        * bytes off; f32 16x4096x4096 with such a b 9.5 -> 4.4 ms, 128x4096x4096 25.0 -> 22.9) */
-      if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o + 63, _MM_HINT_T1);
+      if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o3, _MM_HINT_T1);
     }
     /* a staged or tiled b has whole 16-column vectors for rows: plain loads (lanes beyond the
      * masks only reach columns that are never stored) */
@@ -415,7 +416,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     const int64_t lead = tl_a5_lead(pb, b->stride[0], n);
     for (int64_t j0 = 0, nr; j0 < n; j0 += nr) {
       nr = j0 == 0 && lead ? lead : TL_MIN(TL_A5_NR, n - j0);
-      const tl_a5_pf pf = {(const char *)(pb + j0 + nr), b->stride[0] * 4, 64, 1};
+      const tl_a5_pf pf = {(const char *)(pb + j0 + nr), b->stride[0] * 4, 64, 127, 1};
       /* a whole panel's rows are whole vectors: plain loads (masks only at the N edge) */
       tl_a5_panel(m, nr, kk, nr == TL_A5_NR ? TL_A5_WHOLE : TL_A5_ROWS, pa, lda, pb + j0, b->stride[0], 16, pc + j0, ldc, accum,
                   j0 + nr < n ? &pf : NULL, pq);
@@ -443,7 +444,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
           kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
           const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
           /* the next panel is the next two tiles */
-          const tl_a5_pf pf = {(const char *)(bp + 2 * tr * 16), 16 * 4, tr * 16 * 4, 0};
+          const tl_a5_pf pf = {(const char *)(bp + 2 * tr * 16), 16 * 4, tr * 16 * 4, tr * 16 * 4, 0};
           tl_a5_panel(m, nr, kc, TL_A5_WHOLE, pa + k0, lda, bp, 16, tr * 16, pc + j0, ldc, accum || k0 > 0,
                       j0 + TL_A5_NR < n ? &pf : NULL, pq);
           continue;
@@ -478,7 +479,7 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
         }
         /* staged row-major b: the last row block prefetches the next panel's source rows (this
          * k chunk's next 32 columns, or the next k chunk's first) */
-        tl_a5_pf pf = {NULL, b->stride[0] * 4, 64, 0}, *pfp = NULL;
+        tl_a5_pf pf = {NULL, b->stride[0] * 4, 64, 127, 0}, *pfp = NULL;
         if (rm) {
           const float *pb = (const float *)b->data;
           if (j0 + nr < n) pf.p = (const char *)(pb + k0 * b->stride[0] + j0 + nr), pfp = &pf;
