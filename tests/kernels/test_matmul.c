@@ -503,7 +503,7 @@ static void test_misaligned_b(void) {
     for (size_t in = 0; in < TL_ARRAY_LEN_T(ns); in++) {
       const int64_t M = ms[im], N = ns[in], sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
       mm_t a = mk(TL_F32, 2, sa, 0, -1), b = mk(TL_F32, 2, sb, 0, -1);
-      float *buf = aligned_alloc(64, (size_t)(K * N + 64) * sizeof(float));
+      float *buf = aligned_alloc(64, (size_t)(K * N + 64 + 15) / 16 * 64); /* (a multiple of 64 bytes) */
       float *c0 = malloc(sizeof(float) * (size_t)(M * N)), *c1 = malloc(sizeof(float) * (size_t)(M * N));
       tl_tensor tc0 = tl_tensor_make(c0, TL_F32, 2, sc), tc1 = tl_tensor_make(c1, TL_F32, 2, sc);
       memcpy(buf, b.mem, sizeof(float) * (size_t)(K * N));
