@@ -30,7 +30,9 @@ typedef struct tl_matmul_opts {
 TL_API tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *opts);
 
 /* Packs b ([..., K, N]) once for repeated products with a of dtype a_dtype (weights): *packed
- * receives a tiled tensor whose data the caller frees with tl_free. */
+ * receives a tiled tensor whose data the caller frees with tl_free. Runs on ctx's threads and
+ * needs no staging budget. Refused (TL_ERR_INVALID / TL_ERR_SHAPE / TL_ERR_DTYPE / TL_ERR_NOMEM,
+ * *packed untouched) with a message. */
 TL_API tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl_tensor *packed);
 
 /* Frees memory tilec allocated for the caller (tl_matmul_pack_b). NULL is a no-op. */
