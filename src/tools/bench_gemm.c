@@ -259,21 +259,26 @@ static tl_bimpl *tl_gemm_add(tl_bgroup *g, tl_gimpl *st, tl_gdata *d, int kind, 
   return im;
 }
 
-/* Allocates n bytes, 64-byte aligned, pages touched; NULL on failure. */
-static void *tl_gemm_alloc(size_t n) {
-  size_t bytes = (n + 63) & ~(size_t)63;
-  void *p = aligned_alloc(64, bytes ? bytes : 64);
+/* Allocates n bytes starting off bytes past a 64-byte line (--offset), pages touched; NULL on
+ * failure. Free with tl_gemm_free(p, off). */
+static void *tl_gemm_alloc(size_t n, int off) {
+  size_t bytes = (n + (size_t)off + 63) & ~(size_t)63;
+  char *p = aligned_alloc(64, bytes ? bytes : 64);
   if (p) memset(p, 0, bytes);
-  return p;
+  return p ? p + off : NULL;
+}
+static void tl_gemm_free(void *p, int off) {
+  if (p) free((char *)p - off);
 }
 
 /* Frees every buffer set of d. */
 static void tl_gemm_free_sets(tl_gdata *d) {
   for (int64_t c = 0; c < d->copies; c++) {
-    if (d->a) free(d->a[c]);
-    if (d->b) free(d->b[c]);
-    if (d->c) free(d->c[c]);
-    if (d->dpack) free(d->dpack[c]);
+    const int off = d->env->offset;
+    if (d->a) tl_gemm_free(d->a[c], off);
+    if (d->b) tl_gemm_free(d->b[c], off);
+    if (d->c) tl_gemm_free(d->c[c], off);
+    if (d->dpack) tl_gemm_free(d->dpack[c], 0);
     if (d->tpack && d->tpack[c].data) tl_free(d->tpack[c].data);
   }
   free(d->a), free(d->b), free(d->c), free(d->dpack), free(d->tpack);
@@ -310,8 +315,8 @@ static int tl_gemm_group(tl_benv *env, const char *size, int64_t m, int64_t n, i
       !(d.tpack = calloc((size_t)d.copies, sizeof *d.tpack)))
     goto nomem;
   for (int64_t c = 0; c < d.copies; c++) {
-    if (!(d.a[c] = tl_gemm_alloc((size_t)(m * k) * esz)) || !(d.b[c] = tl_gemm_alloc((size_t)(k * n) * esz)) ||
-        !(d.c[c] = tl_gemm_alloc((size_t)(m * n) * 4)))
+    if (!(d.a[c] = tl_gemm_alloc((size_t)(m * k) * esz, env->offset)) ||
+        !(d.b[c] = tl_gemm_alloc((size_t)(k * n) * esz, env->offset)) || !(d.c[c] = tl_gemm_alloc((size_t)(m * n) * 4, env->offset)))
       goto nomem;
     tl_gemm_fill(d.a[c], dt, m * k, c, 0);
     tl_gemm_fill(d.b[c], dt, k * n, c, 1);
@@ -351,7 +356,7 @@ static int tl_gemm_group(tl_benv *env, const char *size, int64_t m, int64_t n, i
       continue;
     }
     for (int64_t c = 0; packed && c < d.copies; c++) {
-      if (!(d.dpack[c] = tl_gemm_alloc(wbytes))) goto nomem;
+      if (!(d.dpack[c] = tl_gemm_alloc(wbytes, 0))) goto nomem;
       if (tl_gdnnl_pack(gp, ds->op, d.b[c], d.dpack[c]) != 0) {
         im->status = TL_BROW_FAILED;
         snprintf(im->note, sizeof im->note, "the reorder of B into the primitive's layout failed");

@@ -198,6 +198,7 @@ typedef struct tl_benv {
   int threads;
   int cold;              /* 1: rotate buffer sets larger than the last-level cache */
   int quick;
+  int offset;            /* --offset: gemm operands this many bytes past a 64-byte line */
   const char *dtype;     /* --dtype (the suite's first dtype by default) */
   int64_t llc_bytes;     /* last-level cache used to size the rotation */
   char llc_source[128];

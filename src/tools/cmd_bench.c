@@ -26,7 +26,8 @@ static const tl_bsuite *const tl_bench_suites[] = {
 
 const char tl_cmd_bench_help[] =
     "usage: tilec bench SUITE [--sizes LIST] [--cold | --warm] [--quick] [--threads N]\n"
-    "                         [--dtype T] [--peers LIST] [--csv FILE] [--plot FILE.png]\n"
+    "                         [--dtype T] [--peers LIST] [--offset BYTES] [--csv FILE]\n"
+    "                         [--plot FILE.png]\n"
     "\n"
     "Times tilec's kernels next to every peer library present on this machine, size by size,\n"
     "interleaved round by round in one process, and prints one table per operation and size:\n"
@@ -72,6 +73,9 @@ const char tl_cmd_bench_help[] =
     "                 softmax and norm: f32 (default) or bf16 (x and y)\n"
     "  --peers LIST   which peer libraries to look for: comma-separated openblas, blis, onednn,\n"
     "                 torch, libxsmm, or all (default) or none; the C loop and memcpy always run\n"
+    "  --offset BYTES gemm: A, B and C each start BYTES (0..60, a multiple of 4) past a 64-byte\n"
+    "                 line, as memory from malloc may (16); every peer in this process reads the\n"
+    "                 same buffers, torch its own (default 0: on a line)\n"
     "  --csv FILE     also write every row as CSV\n"
     "  --plot FILE    also plot GB/s (gemm: GFLOP/s) against size as a PNG (needs gnuplot;\n"
     "                 skipped without it)\n"
@@ -86,6 +90,7 @@ typedef struct tl_bench_args {
   const char *csv, *plot;
   const char *dtype; /* NULL: the suite's first */
   int cold, quick, threads;
+  int offset;     /* --offset: bytes past a 64-byte line (gemm) */
   unsigned peers; /* TL_BPEER_LIST bits */
 } tl_bench_args;
 
@@ -173,6 +178,11 @@ static int tl_bench_parse(int argc, char **argv, tl_bench_args *a) {
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--plot", &v)) != 0) {
       if (r < 0) return TL_EXIT_USAGE;
       a->plot = v;
+    } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--offset", &v)) != 0) {
+      long n;
+      if (r < 0 || tl_tool_parse_int(TL_CMD, "--offset", v, 0, 60, &n) != 0) return TL_EXIT_USAGE;
+      if (n % 4) return tl_tool_usage_error(TL_CMD, "--offset: %ld is not a multiple of 4 (the f32 / i32 elements of C)", n);
+      a->offset = (int)n;
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--threads", &v)) != 0) {
       long n;
       if (r < 0 || tl_tool_parse_int(TL_CMD, "--threads", v, 1, 1024, &n) != 0) return TL_EXIT_USAGE;
@@ -194,6 +204,8 @@ static int tl_bench_parse(int argc, char **argv, tl_bench_args *a) {
   if (!a->suite) return tl_tool_usage_error(TL_CMD, "which suite? (see tilec bench --help)");
   if (a->sizes && tl_bench_check_sizes(a->suite, a->sizes) != TL_EXIT_OK) return TL_EXIT_USAGE;
   if (a->dtype && tl_bench_check_dtype(a->suite, a->dtype) != TL_EXIT_OK) return TL_EXIT_USAGE;
+  if (a->offset && strcmp(a->suite->name, "gemm") != 0)
+    return tl_tool_usage_error(TL_CMD, "--offset: gemm only (not %s)", a->suite->name);
   return TL_EXIT_OK;
 }
 
@@ -215,6 +227,9 @@ static void tl_bench_header(const tl_benv *env, const char *sizes) {
            tl_bench_bytes_str(b, sizeof b, (double)env->llc_bytes), env->llc_source);
   else
     printf("warm: one buffer set, reused by every call (operands stay in cache where they fit)\n");
+  if (env->offset)
+    printf("offset: A, B and C start %d bytes past a 64-byte line (the buffers of every implementation in this\n"
+           "  process; torch allocates its own)\n", env->offset);
   if (env->suite->header) {
     env->suite->header((tl_benv *)env);
     fflush(stdout);
@@ -454,6 +469,7 @@ int tl_cmd_bench(int argc, char **argv) {
   env.suite = a.suite;
   env.cold = a.cold;
   env.quick = a.quick;
+  env.offset = a.offset;
   {
     static char dt0[16]; /* the suite's default dtype: the first of its list */
     snprintf(dt0, sizeof dt0, "%s", tl_bench_dtypes(a.suite));
