@@ -167,6 +167,16 @@ ok "bench gemm --dtype bf16 exits 0 (exit $rc)" $rc
 [ "$(grep -c '^gemm C = A B, bf16 x bf16 -> f32, ' "$tmp/out")" = 2 ] && ! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out"
 ok "gemm bf16: two sizes, right" $?
 
+# --- --offset: gemm operands off their 64-byte lines (checked like any run), refused elsewhere ---
+usage_error bench gemm --offset 6
+usage_error bench gemm --offset 64
+usage_error bench copy --offset 16
+run bench gemm --quick --peers none --offset 16 --sizes 24x272x37,300x100x64 --threads 2
+ok "bench gemm --offset 16 exits 0 (exit $rc)" $rc
+grep -q "^offset: A, B and C start 16 bytes past a 64-byte line" "$tmp/out" && [ "$(grep -c '^gemm C = A B, f32, ' "$tmp/out")" = 2 ] &&
+  ! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out"
+ok "gemm --offset 16: header line, two sizes, right" $?
+
 # --- a CSV path that cannot be written is a runtime failure ---
 run bench copy --quick --sizes 4K --csv "$tmp/no/such/dir/x.csv"
 [ "$rc" = 1 ] && grep -q "cannot write" "$tmp/err"

@@ -93,7 +93,8 @@ static inline __attribute__((always_inline)) void tl_a5_kern(int mr, int nv, int
       _mm_prefetch(pf->p + k * pf->ld, _MM_HINT_T1);
       if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o, _MM_HINT_T1);
       /* and the line after, which a row not aligned to 64 bytes reaches (b from malloc: 16
-       * bytes off; f32 16x4096x4096 with such a b 9.5 -> 4.4 ms, 128x4096x4096 25.0 -> 22.9) */
+       * bytes off; `tilec bench gemm --offset 16`, f32 16x4096x4096 11.9 -> 5.8 ms,
+       * 128x4096x4096 27.5 -> 25.4) */
       if (nv == 2) _mm_prefetch(pf->p + k * pf->ld + pf->o3, _MM_HINT_T1);
     }
     /* a staged or tiled b has whole 16-column vectors for rows: plain loads (lanes beyond the
@@ -409,10 +410,10 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     }
     /* b's rows not on a 64-byte line but all at the same offset in one (a malloc'd b is 16 bytes
      * off): a first, narrower panel up to the next line, so that the others read whole lines
-     * (every vector of a row otherwise straddles two). f32 x 4096 x 4096 with b 16 bytes off, 2
-     * threads: 8 rows 3.2 -> 2.6 ms, 24 rows 9.6-9.9 -> 5.3-5.6, 28 rows 9.1-9.4 -> 6.3, 12 rows
-     * 3.8-4.1 -> 3.4-3.5 (aligned b: 1.9, 4.5, 5.3, 2.6); 31 rows 6.4-6.6 -> 6.9-7.0 (the two
-     * partial panels of each N block cost ~9% more products) */
+     * (every vector of a row otherwise straddles two). `tilec bench gemm --offset 16 --threads
+     * 2`, f32 x 4096 x 4096: 8 rows 4.35 -> 3.60 ms, 16 rows 5.83 -> 5.08, 24 rows 6.95 -> 6.34,
+     * 31 rows 8.92 -> 8.17 (docs/matmul.md; the two partial panels of each N block cost ~9% more
+     * products, and with only b off 31 rows measured 5-8% slower) */
     const int64_t lead = tl_a5_lead(pb, b->stride[0], n);
     for (int64_t j0 = 0, nr; j0 < n; j0 += nr) {
       nr = j0 == 0 && lead ? lead : TL_MIN(TL_A5_NR, n - j0);
