@@ -259,18 +259,17 @@ static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64
 }
 
 /* The streaming skinny kernel (1-2 rows of acc, b row-major read in place): b is walked row
- * after row, sr rows per sweep (8: a's broadcasts and the rows of b stay in registers; at most
- * TL_A5_SR) over all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept
- * in c itself between sweeps (L1/L2), so b is read as sr long contiguous runs at a time, which the
- * hardware prefetchers follow across pages (the 64-128-column panels of tl_a5_skinny are short
- * runs a row stride apart, each in a new page: 16 GB/s of the 31.7 DRAM gives). mr and sr are
- * compile-time constants at every call. */
+ * after row, TL_A5_SR rows per sweep (a's broadcasts and the rows of b stay in registers) over
+ * all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept in c itself between sweeps (L1/L2), so b
+ * is read as TL_A5_SR long contiguous runs at a time, which the hardware prefetchers follow
+ * across pages (the 64-128-column panels of tl_a5_skinny are short runs a row stride apart, each
+ * in a new page: 16 GB/s of the 31.7 DRAM gives). mr is a compile-time constant at every call. */
 #define TL_A5_SR 8
-static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int sr, int64_t n, int64_t kk, const float *a,
+static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n, int64_t kk, const float *a,
                                                                int64_t lda, const float *b, int64_t ldb, float *c,
                                                                int64_t ldc, int accum) {
-  for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += sr) {
-    const int kr = (int)(kk - k0 < sr ? kk - k0 : sr); /* 0 only for kk == 0 */
+  for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += TL_A5_SR) {
+    const int kr = (int)(kk - k0 < TL_A5_SR ? kk - k0 : TL_A5_SR); /* 0 only for kk == 0 */
     const int load = accum || k0 > 0;
     __m512 av[2][TL_A5_SR];
 #pragma GCC unroll 2
@@ -287,9 +286,9 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int sr, i
       for (int i = 0; i < 2; i++) {
         if (i >= mr) break;
         __m512 acc = load ? _mm512_maskz_loadu_ps(mk, c + i * ldc + j) : _mm512_setzero_ps();
-        if (kr == sr) { /* the k order of every other path: one fused multiply-add per k */
+        if (kr == TL_A5_SR) { /* the k order of every other path: one fused multiply-add per k */
 #pragma GCC unroll 8
-          for (int q = 0; q < sr; q++) acc = _mm512_fmadd_ps(av[i][q], bv[q], acc);
+          for (int q = 0; q < TL_A5_SR; q++) acc = _mm512_fmadd_ps(av[i][q], bv[q], acc);
         } else {
           for (int q = 0; q < kr; q++) acc = _mm512_fmadd_ps(av[i][q], bv[q], acc);
         }
@@ -400,8 +399,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
      * 4x1024x1024 200 -> 115 us and 1x1024x1024 175 -> 135 us (skinny 64 / 128-column panels);
      * 2x64x4096 stays skinny (48 us; panels 65) */
     if (m <= 2 && n * kk * 4 > TL_A5_STREAM_BYTES) {
-      if (m == 1) tl_a5_stream(1, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
-      else tl_a5_stream(2, 8, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      if (m == 1) tl_a5_stream(1, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      else tl_a5_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
     if (m <= 4 && n <= (m <= 2 ? 128 : 64)) {
