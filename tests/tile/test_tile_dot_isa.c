@@ -399,7 +399,7 @@ static void test_packers(void) {
   CHECK(tl_packer_find(2, l2, TL_ISA_AVX512) != tl_pack_portable, "no bf16 vnni 2 packer registered");
   CHECK(tl_packer_find(1, l4, TL_ISA_AVX512) != tl_pack_portable, "no int8 vnni 4 packer registered");
   test_rng rng = {4242};
-  for (int t = 0; t < 200; t++) {
+  for (int t = 0; t < 300; t++) {
     int es = t % 2 ? 1 : 2;
     tl_layout l = es == 2 ? l2 : l4;
     l.tile_c = (uint16_t)(16 * test_rng_int(&rng, 1, 3));
@@ -407,6 +407,12 @@ static void test_packers(void) {
     if (t % 7 == 0) l.tile_c = 12; /* not a multiple of 16: the portable fallback */
     int64_t dr = test_rng_int(&rng, 1, 150), dc = test_rng_int(&rng, 1, 150);
     int64_t rows = test_rng_int(&rng, 0, dr), cols = test_rng_int(&rng, 0, dc), rs = dc + test_rng_int(&rng, 0, 5);
+    if (t >= 200) { /* long tiles mostly inside the source: the packer's chunks of whole groups */
+      l.tile_r = (uint16_t)(l.vnni * test_rng_int(&rng, 16, 80));
+      dr = test_rng_int(&rng, 64, 330);
+      rows = t % 3 ? dr : test_rng_int(&rng, 0, dr);
+      cols = t % 5 ? dc : cols;
+    }
     unsigned char *src = malloc((size_t)(dr * rs * es + 64));
     for (int64_t i = 0; i < dr * rs * es + 64; i++) src[i] = (unsigned char)test_rng_u64(&rng);
     int64_t nb = TL_CDIV(dr, l.tile_r) * l.tile_r * TL_CDIV(dc, l.tile_c) * l.tile_c * es;
