@@ -186,13 +186,27 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
 #define TL_MM_AUTOPACK_ROWS 256
 /* ... and from this many elements of b (256 KiB of f32). */
 #define TL_MM_AUTOPACK_ELEMS ((int64_t)1 << 16)
+/* bf16 / int8 b is staged into the VNNI layout once per M block (BM at most 128): from 129 rows
+ * a large b is packed once instead (A/B, 2 threads, alternating builds, 4 rounds: bf16
+ * 136x4096x4096 14.4 -> 13.2 ms, 200x4096x4096 19.4 -> 18.1, 200x1000x1000 1.21 -> 1.08,
+ * 240x1000x1000 1.45 -> 1.25; int8 136x4096x4096 7.60 -> 6.98, 200x4096x4096 9.61 -> 9.13).
+ * Smaller b lost (bf16 160x512x512 234 -> 250 us; int8 200x1000x1000 603 -> 665 us, 192x2048x2048
+ * even), hence the element counts; with one M block (up to 128 rows) packing per call measured
+ * 8-20% slower. */
+#define TL_MM_AUTOPACK_ROWS_VNNI 129
+#define TL_MM_AUTOPACK_ELEMS_BF16 ((int64_t)1 << 20)
+#define TL_MM_AUTOPACK_ELEMS_I8 ((int64_t)1 << 23)
 
 /* See matmul_impl.h. */
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
   if (!tl_mm_pack_pair(a->dtype, b->dtype) || b->layout.tiled || b->ndim != 2) return 0;
   const int64_t K = b->shape[0], N = b->shape[1];
+  if (K < 16 || N < 32) return 0;
+  const int64_t rows = tl_tensor_numel(a) / K;
   /* a small b stays in cache anyway, and packing it is a kernel run of its own per call */
-  return K >= 16 && N >= 32 && K * N >= TL_MM_AUTOPACK_ELEMS && tl_tensor_numel(a) / K >= TL_MM_AUTOPACK_ROWS;
+  if (K * N >= TL_MM_AUTOPACK_ELEMS && rows >= TL_MM_AUTOPACK_ROWS) return 1;
+  const int64_t vnni_elems = b->dtype == TL_BF16 ? TL_MM_AUTOPACK_ELEMS_BF16 : TL_MM_AUTOPACK_ELEMS_I8;
+  return b->dtype != TL_F32 && K * N >= vnni_elems && rows >= TL_MM_AUTOPACK_ROWS_VNNI;
 }
 
 int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed) {
@@ -282,7 +296,8 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
   tl_mm_build bd;
   const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
   /* the plan tl_matmul runs: with b packed first when it would pack it per call (256 rows of a
-   * and more), into a buffer of the instance (packed once here; not part of a timed run) */
+   * and more; bf16 / int8 with a large b from 129), into a buffer of the instance (packed once
+   * here; not part of a timed run) */
   tl_status s = TL_OK;
   if (tl_mm_autopack_applies(&ta, &tb)) {
     tl_tensor packed;
@@ -351,7 +366,8 @@ const tl_kernel_desc tl_kernel_matmul = {
 
 const tl_kernel_desc tl_kernel_matmul_bf16 = {
     .name = "matmul_bf16",
-    .summary = "tl_matmul's kernel, bf16 x bf16 -> f32, b staged tiled vnni 2 (from 256 rows of a packed first, untimed)",
+    .summary = "tl_matmul's kernel, bf16 x bf16 -> f32, b staged tiled vnni 2 (packed first where tl_matmul packs it per "
+               "call, untimed)",
     .shape_syntax = "MxNxK",
     .shapes = "512x512x512 1024x1024x1024",
     .make = tl_mm_make_bf16,
@@ -361,7 +377,8 @@ const tl_kernel_desc tl_kernel_matmul_bf16 = {
 
 const tl_kernel_desc tl_kernel_matmul_u8i8 = {
     .name = "matmul_u8i8",
-    .summary = "tl_matmul's kernel, u8 x i8 -> i32, b staged tiled vnni 4 (from 256 rows of a packed first, untimed)",
+    .summary = "tl_matmul's kernel, u8 x i8 -> i32, b staged tiled vnni 4 (packed first where tl_matmul packs it per call, "
+               "untimed)",
     .shape_syntax = "MxNxK",
     .shapes = "512x512x512 1024x1024x1024",
     .make = tl_mm_make_u8,

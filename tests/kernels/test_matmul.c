@@ -405,6 +405,34 @@ static void test_packed_per_call_vnni(void) {
   }
 }
 
+/* When tl_matmul packs b per call: f32 from 256 rows of a; bf16 / int8 from 129 (more than one M
+ * block) when b is large (2^20 / 2^23 elements), from 256 otherwise; rows counted over a's batch;
+ * and a 129-255-row bf16 product that packs equals the explicitly packed one bit for bit. */
+static void test_autopack_rule(void) {
+  static const struct {
+    tl_dtype da, db;
+    int64_t batch, m, k, n;
+    int want;
+  } cs[] = {
+      {TL_F32, TL_F32, 1, 255, 1024, 1024, 0},   {TL_F32, TL_F32, 1, 256, 1024, 1024, 1},
+      {TL_BF16, TL_BF16, 1, 128, 1024, 1024, 0}, {TL_BF16, TL_BF16, 1, 129, 1024, 1024, 1},
+      {TL_BF16, TL_BF16, 1, 200, 512, 512, 0},   {TL_BF16, TL_BF16, 1, 256, 512, 512, 1},
+      {TL_BF16, TL_BF16, 2, 80, 1024, 1024, 1},  {TL_U8, TL_I8, 1, 129, 2048, 4096, 1},
+      {TL_U8, TL_I8, 1, 129, 2048, 2048, 0},     {TL_I8, TL_I8, 1, 256, 2048, 2048, 1},
+      {TL_U8, TL_I8, 1, 128, 4096, 4096, 0},
+  };
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
+    const int64_t sa[3] = {cs[i].batch, cs[i].m, cs[i].k}, sb[2] = {cs[i].k, cs[i].n};
+    const tl_tensor a = tl_tensor_make(NULL, cs[i].da, 3, sa), b = tl_tensor_make(NULL, cs[i].db, 2, sb);
+    CHECK(tl_mm_autopack_applies(&a, &b) == cs[i].want, "%s [%lld, %lld, %lld] x %lldx%lld: packs per call %d, want %d",
+          tl_dtype_name(cs[i].da), (long long)cs[i].batch, (long long)cs[i].m, (long long)cs[i].k, (long long)cs[i].k,
+          (long long)cs[i].n, tl_mm_autopack_applies(&a, &b), cs[i].want);
+  }
+  if (!g_top) return; /* (the scalar dot under the sanitizers is slow) */
+  mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, 136, 1030, 1030);
+  check_case(&mc, 1, "bf16 packed per call, 136 rows");
+}
+
 /* b in the per-call packing's longer tile rows (tl_mm_pack_b with long_k), given to tl_matmul
  * directly (accepted, like tl_matmul_pack_b's): equal bit for bit to the shorter rows, for few
  * and many rows of a; the tuning key tells the two apart (" packed-long-k" / " packed"). */
@@ -725,6 +753,7 @@ int main(void) {
     RUN(test_packed_f32);
     RUN(test_packed_a_window);
     RUN(test_packed_per_call_vnni);
+    RUN(test_autopack_rule);
     RUN(test_packed_skinny);
     RUN(test_packed_long_k);
     RUN(test_pack_layout);
