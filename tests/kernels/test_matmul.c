@@ -431,6 +431,10 @@ static void test_autopack_rule(void) {
   if (!g_top) return; /* (the scalar dot under the sanitizers is slow) */
   mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, 136, 1030, 1030);
   check_case(&mc, 1, "bf16 packed per call, 136 rows");
+  /* rows over a's batch: a [2, 70, K] with a 2-D b, beta over c */
+  mm_case mb = {.da = TL_BF16, .db = TL_BF16, .dc = TL_F32, .nda = 3, .ndb = 2, .ndc = 3, .sa = {2, 70, 1030},
+                .sb = {1030, 1030}, .sc = {2, 70, 1030}, .bcast_a = -1, .bcast_b = -1, .alpha = 1, .beta = 0.5f};
+  check_case(&mb, 1, "bf16 batch packed per call, 2 x 70 rows");
 }
 
 /* b in the per-call packing's longer tile rows (tl_mm_pack_b with long_k), given to tl_matmul
