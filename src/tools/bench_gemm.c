@@ -251,6 +251,7 @@ static tl_bimpl *tl_gemm_add(tl_bgroup *g, tl_gimpl *st, tl_gdata *d, int kind, 
   memset(im, 0, sizeof *im);
   snprintf(im->name, sizeof im->name, "%s", name);
   im->tilec = tilec;
+  im->klass = kind == TL_G_TILEC_PACKED || kind == TL_G_DNNL_PACKED; /* compared with pre-packed peers */
   im->fn = tl_gemm_call;
   im->arg = st;
   im->status = TL_BROW_OK;
@@ -474,7 +475,8 @@ static void tl_gemm_header(tl_benv *env) {
     printf("long products: the time cap per implementation is raised to 4 x 2MNK / 50 GFLOP/s (at most 15 s), so\n"
            "  each gets a few batches\n");
   printf("columns: median per call (min - max of batches, per call); GFLOP/s = 2MNK / median; %% peak = GFLOP/s / the peak\n"
-         "  above; vs best peer = best peer's median / this median (tilec above 1: faster than every peer)\n");
+         "  above; vs best peer = best peer's median / this median (tilec above 1: faster than every peer), plain\n"
+         "  rows against the best plain peer, pre-packed rows against the best pre-packed one\n");
 }
 
 const tl_bsuite tl_bsuite_gemm = {

@@ -141,6 +141,8 @@ enum { TL_BROW_OK, TL_BROW_WRONG, TL_BROW_FAILED, TL_BROW_SKIPPED };
 typedef struct tl_bimpl {
   char name[40];     /* "tilec (in place)", "openblas scopy" */
   int tilec;         /* 1: tilec's row; 0: a peer */
+  int klass;         /* what it is compared with: the best peer of the same class (gemm: 0 plain
+                        weights, 1 pre-packed weights; every other suite: 0) */
   /* One call on buffer set `set` (0..copies-1); nonzero: it failed (note says why). */
   int (*fn)(void *arg, int64_t set);
   void *arg;
@@ -176,9 +178,9 @@ typedef struct tl_brow {
   double moved;
   double flops, peak;            /* as in tl_bgroup */
   char dtype[24];
-  int tilec, status, reps, batch;
+  int tilec, klass, status, reps, batch; /* klass: as in tl_bimpl */
   double median_s, min_s, max_s; /* per call */
-  double ratio;                  /* best peer's median / this median; 0: no peer to compare */
+  double ratio;                  /* the best peer's (of its klass) median / this median; 0: none */
   char note[160];
 } tl_brow;
 

@@ -307,6 +307,7 @@ int tl_bgroup_run(tl_benv *env, tl_bgroup *g) {
     r->peak = g->peak;
     snprintf(r->dtype, sizeof r->dtype, "%s", g->dtype ? g->dtype : "f32");
     r->tilec = im->tilec;
+    r->klass = im->klass;
     r->status = im->status;
     r->batch = inner;
   }
@@ -342,11 +343,14 @@ int tl_bgroup_run(tl_benv *env, tl_bgroup *g) {
     rows[i].min_s = tr.min_s;
     rows[i].max_s = tr.max_s;
   }
-  double best = 0;
-  for (int i = 0; i < g->n; i++)
-    if (!rows[i].tilec && rows[i].status == TL_BROW_OK && rows[i].median_s > 0 && (best == 0 || rows[i].median_s < best))
-      best = rows[i].median_s;
+  /* each row against the best peer of its class (plain weights against plain, pre-packed against
+   * pre-packed) */
   for (int i = 0; i < g->n; i++) {
+    double best = 0;
+    for (int j = 0; j < g->n; j++)
+      if (!rows[j].tilec && rows[j].klass == rows[i].klass && rows[j].status == TL_BROW_OK && rows[j].median_s > 0 &&
+          (best == 0 || rows[j].median_s < best))
+        best = rows[j].median_s;
     if (rows[i].status == TL_BROW_OK && rows[i].median_s > 0 && best > 0) rows[i].ratio = best / rows[i].median_s;
     if (rows[i].tilec && rows[i].status != TL_BROW_OK && rows[i].status != TL_BROW_SKIPPED) env->status = 1;
   }

@@ -167,6 +167,27 @@ ok "bench gemm --dtype bf16 exits 0 (exit $rc)" $rc
 [ "$(grep -c '^gemm C = A B, bf16 x bf16 -> f32, ' "$tmp/out")" = 2 ] && ! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out"
 ok "gemm bf16: two sizes, right" $?
 
+# --- gemm ratios by kind: plain rows against plain peers, pre-packed against pre-packed (oneDNN
+# has both; without it there is no pre-packed peer and the pre-packed rows show "-") ---
+run_peers bench gemm --quick --peers onednn --sizes 64x96x80 --threads 1 --csv "$tmp/kinds.csv"
+ok "bench gemm --peers onednn exits 0 (exit $rc)" $rc
+if [ "$have_python" = 1 ]; then
+  python3 - "$tmp/kinds.csv" <<'EOF'
+import csv, sys
+rows = {r["impl"]: r for r in csv.DictReader(open(sys.argv[1]))}
+t, tp = rows["tilec tl_matmul"], rows["tilec, B pre-packed"]
+d, dp = rows.get("onednn matmul"), rows.get("onednn, B pre-packed")
+def ratio(best, r): return float(best["median_s"]) / float(r["median_s"])
+if d and dp and d["status"] == dp["status"] == "ok":
+    assert float(d["vs_best_peer"]) == 1.0 and float(dp["vs_best_peer"]) == 1.0, (d, dp)   # each the best of its kind
+    assert abs(float(t["vs_best_peer"]) - ratio(d, t)) < 1e-3 * ratio(d, t), t
+    assert abs(float(tp["vs_best_peer"]) - ratio(dp, tp)) < 1e-3 * ratio(dp, tp), tp
+else:
+    assert tp["vs_best_peer"] == "", tp                      # no pre-packed peer to compare with
+EOF
+  ok "gemm: plain rows against the best plain peer, pre-packed rows against the best pre-packed one" $?
+fi
+
 # --- --offset: gemm operands off their 64-byte lines (checked like any run), refused elsewhere ---
 usage_error bench gemm --offset 6
 usage_error bench gemm --offset 64
