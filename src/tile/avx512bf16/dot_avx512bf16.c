@@ -263,6 +263,32 @@ static inline void tl_bf_from_pairs(__m512 lo, __m512 hi, __m512 *c0, __m512 *c1
   *c1 = _mm512_permutex2var_ps(lo, i1, hi);
 }
 
+/* Rows k and k + 1 of b (bk: row k; two = 0: row k + 1 taken as zero) for ng groups of 32
+ * columns, interleaved into pairs in the lo / hi order above. */
+static inline __attribute__((always_inline)) void tl_bf_rm_b(int ng, const uint16_t *bk, int64_t ldb, int two,
+                                                             const __mmask16 *mk, __m512i *bl, __m512i *bh) {
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; g++) {
+    if (g >= ng) break;
+    const __mmask32 m32 = (__mmask32)mk[2 * g] | ((__mmask32)mk[2 * g + 1] << 16);
+    const __m512i r0 = _mm512_maskz_loadu_epi16(m32, bk + 32 * g);
+    const __m512i r1 = two ? _mm512_maskz_loadu_epi16(m32, bk + ldb + 32 * g) : _mm512_setzero_si512();
+    bl[g] = _mm512_unpacklo_epi16(r0, r1);
+    bh[g] = _mm512_unpackhi_epi16(r0, r1);
+  }
+}
+
+/* One row's accumulators (ng groups) += the pair av x b's pairs. */
+static inline __attribute__((always_inline)) void tl_bf_rm_acc(int ng, __m512 *lo, __m512 *hi, __m512i av,
+                                                               const __m512i *bl, const __m512i *bh) {
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; g++) {
+    if (g >= ng) break;
+    lo[g] = _mm512_dpbf16_ps(lo[g], (__m512bh)av, (__m512bh)bl[g]);
+    hi[g] = _mm512_dpbf16_ps(hi[g], (__m512bh)av, (__m512bh)bh[g]);
+  }
+}
+
 /* c[0..mr) x [0..32*ng) (+)= a[0..mr) x [0..kk) @ b (row-major bf16, row stride ldb elements),
  * column masks mk[2 * ng] (16 columns each). mr and ng are compile-time constants (tl_bf_rm). */
 static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, int64_t kk, const uint16_t *a,
@@ -283,77 +309,27 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
    * row and pair next to the unpacks): tl_tile_dot bf16 with b rows 8 KiB apart, in L2, one
    * core, GFLOP/s: 16x512x256 162-178 -> 189-201, 12x512x256 129 -> 177, 8x512x256 140-172 ->
    * 181-197 (tiled b: 224) */
+  __m512i bl[4], bh[4];
   int64_t k = 0;
   for (; mr > 4 && k + 1 < kk; k += 2) {
-    __m512i bl[4], bh[4];
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-      if (g >= ng) break;
-      const __mmask32 m32 = (__mmask32)mk[2 * g] | ((__mmask32)mk[2 * g + 1] << 16);
-      const __m512i r0 = _mm512_maskz_loadu_epi16(m32, b + k * ldb + 32 * g);
-      const __m512i r1 = _mm512_maskz_loadu_epi16(m32, b + (k + 1) * ldb + 32 * g);
-      bl[g] = _mm512_unpacklo_epi16(r0, r1);
-      bh[g] = _mm512_unpackhi_epi16(r0, r1);
-    }
+    tl_bf_rm_b(ng, b + k * ldb, ldb, 1, mk, bl, bh);
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
       if (i >= mr) break;
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(*(const tl_bf_u32a *)(a + i * lda + k));
-#pragma GCC unroll 4
-      for (int g = 0; g < 4; g++) {
-        if (g >= ng) break;
-        lo[i][g] = _mm512_dpbf16_ps(lo[i][g], av, (__m512bh)bl[g]);
-        hi[i][g] = _mm512_dpbf16_ps(hi[i][g], av, (__m512bh)bh[g]);
-      }
+      tl_bf_rm_acc(ng, lo[i], hi[i], _mm512_set1_epi32((int)*(const tl_bf_u32a *)(a + i * lda + k)), bl, bh);
     }
   }
-  for (; mr <= 4 && k < kk; k += 2) { /* (3-4 rows: the pair built in a register measured faster,
-                                         * 163-173 against 153 GFLOP/s in the case above) */
+  /* 3-4 rows (the pair built in a register measured faster, 163-173 against 153 GFLOP/s in the
+   * case above), and the last k of an odd count (b's next row and a's second half zero) */
+  for (; k < kk; k += 2) {
     const int pair = k + 1 < kk;
-    __m512i bl[4], bh[4];
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-      if (g >= ng) break;
-      const __mmask32 m32 = (__mmask32)mk[2 * g] | ((__mmask32)mk[2 * g + 1] << 16);
-      const __m512i r0 = _mm512_maskz_loadu_epi16(m32, b + k * ldb + 32 * g);
-      const __m512i r1 = pair ? _mm512_maskz_loadu_epi16(m32, b + (k + 1) * ldb + 32 * g) : _mm512_setzero_si512();
-      bl[g] = _mm512_unpacklo_epi16(r0, r1);
-      bh[g] = _mm512_unpackhi_epi16(r0, r1);
-    }
+    tl_bf_rm_b(ng, b + k * ldb, ldb, pair, mk, bl, bh);
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) {
       if (i >= mr) break;
       uint32_t w = a[i * lda + k];
       if (pair) w |= (uint32_t)a[i * lda + k + 1] << 16;
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w);
-#pragma GCC unroll 4
-      for (int g = 0; g < 4; g++) {
-        if (g >= ng) break;
-        lo[i][g] = _mm512_dpbf16_ps(lo[i][g], av, (__m512bh)bl[g]);
-        hi[i][g] = _mm512_dpbf16_ps(hi[i][g], av, (__m512bh)bh[g]);
-      }
-    }
-  }
-  if (k < kk) { /* the last k of an odd count: b's next row and a's second half are zero */
-    __m512i bl[4], bh[4];
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-      if (g >= ng) break;
-      const __mmask32 m32 = (__mmask32)mk[2 * g] | ((__mmask32)mk[2 * g + 1] << 16);
-      const __m512i r0 = _mm512_maskz_loadu_epi16(m32, b + k * ldb + 32 * g);
-      bl[g] = _mm512_unpacklo_epi16(r0, _mm512_setzero_si512());
-      bh[g] = _mm512_unpackhi_epi16(r0, _mm512_setzero_si512());
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-      if (i >= mr) break;
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i * lda + k]);
-#pragma GCC unroll 4
-      for (int g = 0; g < 4; g++) {
-        if (g >= ng) break;
-        lo[i][g] = _mm512_dpbf16_ps(lo[i][g], av, (__m512bh)bl[g]);
-        hi[i][g] = _mm512_dpbf16_ps(hi[i][g], av, (__m512bh)bh[g]);
-      }
+      tl_bf_rm_acc(ng, lo[i], hi[i], _mm512_set1_epi32((int)w), bl, bh);
     }
   }
 #pragma GCC unroll 8
