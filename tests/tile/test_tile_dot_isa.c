@@ -287,6 +287,13 @@ static void test_random_cases(void) {
                         .accum = (int)(m == 3), .bkind = B_ROW, .pad_a = 1, .pad_b = 3, .pad_c = m};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
+        /* every row count up to 16 against a row-major b in place: each row block's panel width
+         * (128 / 64 / 32 columns) and its last panel cut short (n 70, 135), k odd and even */
+        for (int64_t m = 1; m <= 16; m++) {
+          dot_case c = {.ta = pairs[p][0], .tb = pairs[p][1], .m = m, .n = m & 1 ? 70 : 135, .k = 37 + (m & 2),
+                        .accum = (int)(m & 1), .bkind = B_ROW, .pad_a = 1, .pad_b = 2, .pad_c = 3};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
       }
     }
     tl_ctx_free(ctx);

@@ -347,12 +347,17 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
 }
 
 /* acc (+)= a @ b, bf16, b row-major with unit column stride, read in place: row blocks of up
- * to 8 with panels of 128 (1-2 rows), 64 (3-4) or 32 (5-8) columns. */
+ * to 8 with panels of 128 (1-2 rows), 64 (3-6) or 32 (7-8) columns. 5-6 rows took 32 until
+ * 2026-11-26: 2 b loads and 2 unpacks per 10-12 products, where 64 columns (20-24 accumulators)
+ * have 4 per 20-24 (tl_tile_dot, one core, b rows 8 KiB apart in L2: 5x512x256 107 -> 199-208
+ * GFLOP/s, 6 rows 131 -> 221-225, 13 rows 140 -> 156-165, 14 rows 151 -> 193-197; tl_matmul, 2
+ * threads, 3 rounds: 5x4096x4096 1.81 -> 1.57 ms, 6x4096x4096 1.78 -> 1.54, 13x4096x4096 2.55
+ * -> 2.39, 14x4096x4096 2.57 -> 2.45). */
 static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                      float *c, int64_t ldc, int accum) {
   for (int64_t i0 = 0; i0 < m; i0 += 8) {
     const int64_t mr = m - i0 < 8 ? m - i0 : 8;
-    const int64_t w = mr <= 2 ? 128 : mr <= 4 ? 64 : 32;
+    const int64_t w = mr <= 2 ? 128 : mr <= 6 ? 64 : 32;
     const uint16_t *ai = a + i0 * lda;
     float *ci = c + i0 * ldc;
     for (int64_t j0 = 0; j0 < n; j0 += w) {
@@ -365,8 +370,8 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
       case 2: tl_bf_rm_kern(2, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 3: tl_bf_rm_kern(3, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 4: tl_bf_rm_kern(4, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
-      case 5: tl_bf_rm_kern(5, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
-      case 6: tl_bf_rm_kern(6, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 5: tl_bf_rm_kern(5, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 6: tl_bf_rm_kern(6, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 7: tl_bf_rm_kern(7, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       default: tl_bf_rm_kern(8, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       }
