@@ -347,17 +347,19 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
 }
 
 /* acc (+)= a @ b, bf16, b row-major with unit column stride, read in place: row blocks of up
- * to 8 with panels of 128 (1-2 rows), 64 (3-6) or 32 (7-8) columns. 5-6 rows took 32 until
- * 2026-11-26: 2 b loads and 2 unpacks per 10-12 products, where 64 columns (20-24 accumulators)
- * have 4 per 20-24 (tl_tile_dot, one core, b rows 8 KiB apart in L2: 5x512x256 107 -> 199-208
- * GFLOP/s, 6 rows 131 -> 221-225, 13 rows 140 -> 156-165, 14 rows 151 -> 193-197; tl_matmul, 2
- * threads, 3 rounds: 5x4096x4096 1.81 -> 1.57 ms, 6x4096x4096 1.78 -> 1.54, 13x4096x4096 2.55
- * -> 2.39, 14x4096x4096 2.57 -> 2.45). */
+ * to 8 with panels of 128 (1-3 rows), 64 (4-7) or 32 (8) columns, at most 28 accumulators. Until
+ * 2026-11-26 3 rows took 64 and 5-7 rows 32: a's broadcasts and the loop's overhead then weigh
+ * on half as many products (tl_tile_dot, one core, b rows 8 KiB apart in L2, GFLOP/s: 3x512x256
+ * 107 -> 187-189, 5 rows 107 -> 199-208, 6 rows 131 -> 221-225, 7 rows 154-159 -> 212-218, 11
+ * rows 147 -> 170-196, 13 rows 140 -> 156-165, 14 rows 151 -> 193-197; tl_matmul, 2 threads, 3
+ * rounds: 3x4096x4096 1.58 -> 1.51 ms, 5 rows 1.81 -> 1.57, 6 rows 1.78 -> 1.54, 7 rows 1.78 ->
+ * 1.64, 11 rows 2.31 -> 2.14, 13 rows 2.55 -> 2.39, 14 rows 2.57 -> 2.45, 15 rows 2.55 -> 2.40;
+ * 16 rows, two blocks of 8, unchanged). */
 static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                      float *c, int64_t ldc, int accum) {
   for (int64_t i0 = 0; i0 < m; i0 += 8) {
     const int64_t mr = m - i0 < 8 ? m - i0 : 8;
-    const int64_t w = mr <= 2 ? 128 : mr <= 6 ? 64 : 32;
+    const int64_t w = mr <= 3 ? 128 : mr <= 7 ? 64 : 32;
     const uint16_t *ai = a + i0 * lda;
     float *ci = c + i0 * ldc;
     for (int64_t j0 = 0; j0 < n; j0 += w) {
@@ -368,11 +370,11 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
       switch (mr) {
       case 1: tl_bf_rm_kern(1, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 2: tl_bf_rm_kern(2, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
-      case 3: tl_bf_rm_kern(3, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 3: tl_bf_rm_kern(3, 4, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 4: tl_bf_rm_kern(4, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 5: tl_bf_rm_kern(5, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       case 6: tl_bf_rm_kern(6, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
-      case 7: tl_bf_rm_kern(7, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
+      case 7: tl_bf_rm_kern(7, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       default: tl_bf_rm_kern(8, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum); break;
       }
     }
