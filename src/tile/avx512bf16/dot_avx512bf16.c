@@ -355,7 +355,7 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
  * rows 147 -> 170-196, 13 rows 140 -> 156-165, 14 rows 151 -> 193-197; tl_matmul, 2 threads, 3
  * rounds: 3x4096x4096 1.58 -> 1.51 ms, 5 rows 1.81 -> 1.57, 6 rows 1.78 -> 1.54, 7 rows 1.78 ->
  * 1.64, 11 rows 2.31 -> 2.14, 13 rows 2.55 -> 2.39, 14 rows 2.57 -> 2.45, 15 rows 2.55 -> 2.40;
- * 16 rows, two blocks of 8, unchanged). */
+ * 16 rows, then two blocks of 8, unchanged; all before the balanced blocks below). */
 static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                      float *c, int64_t ldc, int accum) {
   /* past 8 rows, balanced blocks of at most 7 (64-column panels) rather than 8 and the rest:
