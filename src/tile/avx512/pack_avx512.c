@@ -28,9 +28,11 @@
 #define TL_P5_ROWS1 64
 #endif
 
-/* 64 bytes of source row r from column c (pad elements beyond rows x cols). */
+/* 64 bytes of source row r from column c (pad elements beyond rows x cols); full: the row and
+ * all 64 bytes are inside the source (a plain load). */
 static inline __attribute__((always_inline)) __m512i tl_p5_row64(const tl_pack_job *j, int64_t r, int64_t c, int64_t es,
-                                                                 __m512i padv) {
+                                                                 __m512i padv, int full) {
+  if (full) return _mm512_loadu_si512(j->src + (r * j->src_rs + c) * es);
   if (r >= j->rows || c >= j->cols) return padv;
   const int64_t left = (j->cols - c) * es;
   const __mmask64 m = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
@@ -38,59 +40,40 @@ static inline __attribute__((always_inline)) __m512i tl_p5_row64(const tl_pack_j
 }
 
 /* One group of v rows (r0..) over 64 source bytes from column c: the v-interleaved groups of 16
- * columns each, in column order, into out (returns how many: 4 for int8, 64 columns; 2 for bf16,
- * 32 columns). The byte / word unpacks interleave within 128-bit lanes
- * (lane L of unpack x holds columns 16L + 4x.. (int8) or 8L + 4x.. (bf16)); the lane shuffles put
- * the columns back in order. */
-static inline __attribute__((always_inline)) int tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es,
-                                                             __m512i padv, __m512i *out) {
+ * columns each, in column order, into out (4 for int8, 64 columns; 2 for bf16, 32 columns).
+ * int8: the byte / word unpacks interleave within 128-bit lanes (lane L of unpack x holds
+ * columns 16L + 4x..), the lane shuffles put the columns back in order; bf16: one two-source
+ * word permute per 16 columns (an unpack and three lane shuffles before 2026-11-26). */
+static inline __attribute__((always_inline)) void tl_p5_group(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es,
+                                                              __m512i padv, int full, __m512i *out) {
   if (es == 1) {
-    const __m512i r[4] = {tl_p5_row64(j, r0, c, 1, padv), tl_p5_row64(j, r0 + 1, c, 1, padv),
-                          tl_p5_row64(j, r0 + 2, c, 1, padv), tl_p5_row64(j, r0 + 3, c, 1, padv)};
+    const __m512i r[4] = {tl_p5_row64(j, r0, c, 1, padv, full), tl_p5_row64(j, r0 + 1, c, 1, padv, full),
+                          tl_p5_row64(j, r0 + 2, c, 1, padv, full), tl_p5_row64(j, r0 + 3, c, 1, padv, full)};
     const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
     const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
     out[0] = _mm512_unpacklo_epi16(t0, t2), out[1] = _mm512_unpackhi_epi16(t0, t2);
     out[2] = _mm512_unpacklo_epi16(t1, t3), out[3] = _mm512_unpackhi_epi16(t1, t3);
     tl_x512_lanes_t(out);
-    return 4;
-  }
-  const __m512i a = tl_p5_row64(j, r0, c, 2, padv), b = tl_p5_row64(j, r0 + 1, c, 2, padv);
-  const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
-  /* lo = [cols 0-3 | 8-11 | 16-19 | 24-27], hi = [4-7 | 12-15 | 20-23 | 28-31] (pairs) */
-  const __m512i x = _mm512_shuffle_i32x4(lo, hi, 0x44), y = _mm512_shuffle_i32x4(lo, hi, 0xEE);
-  out[0] = _mm512_shuffle_i32x4(x, x, 0xD8), out[1] = _mm512_shuffle_i32x4(y, y, 0xD8);
-  return 2;
-}
-
-/* tl_p5_group for gn groups from row r0, all rows and 64 bytes from column c inside the source:
- * plain loads; bf16 pairs by one two-source word permute per 16 columns. es and gn are
- * constants at each call. */
-static inline __attribute__((always_inline)) void tl_p5_full(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es,
-                                                             int64_t gn, char *const *dq, int64_t dstep) {
-  const char *s = j->src + (r0 * j->src_rs + c) * es;
-  const int64_t rs = j->src_rs * es;
-  if (es == 1) {
-    for (int64_t g = 0; g < gn; g++, s += 4 * rs) {
-      __m512i out[4];
-      const __m512i r0v = _mm512_loadu_si512(s), r1v = _mm512_loadu_si512(s + rs);
-      const __m512i r2v = _mm512_loadu_si512(s + 2 * rs), r3v = _mm512_loadu_si512(s + 3 * rs);
-      const __m512i t0 = _mm512_unpacklo_epi8(r0v, r1v), t1 = _mm512_unpackhi_epi8(r0v, r1v);
-      const __m512i t2 = _mm512_unpacklo_epi8(r2v, r3v), t3 = _mm512_unpackhi_epi8(r2v, r3v);
-      out[0] = _mm512_unpacklo_epi16(t0, t2), out[1] = _mm512_unpackhi_epi16(t0, t2);
-      out[2] = _mm512_unpacklo_epi16(t1, t3), out[3] = _mm512_unpackhi_epi16(t1, t3);
-      tl_x512_lanes_t(out);
-      for (int q = 0; q < 4; q++) _mm512_storeu_si512(dq[q] + g * dstep, out[q]);
-    }
     return;
   }
   /* word i of the result: word i / 2 of a (even i) or of b (odd), from column 0 or 16 */
   const __m512i i0 = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37,
                                       5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
   const __m512i i1 = _mm512_add_epi16(i0, _mm512_set1_epi16(16));
-  for (int64_t g = 0; g < gn; g++, s += 2 * rs) {
-    const __m512i a = _mm512_loadu_si512(s), b = _mm512_loadu_si512(s + rs);
-    _mm512_storeu_si512(dq[0] + g * dstep, _mm512_permutex2var_epi16(a, i0, b));
-    _mm512_storeu_si512(dq[1] + g * dstep, _mm512_permutex2var_epi16(a, i1, b));
+  const __m512i a = tl_p5_row64(j, r0, c, 2, padv, full), b = tl_p5_row64(j, r0 + 1, c, 2, padv, full);
+  out[0] = _mm512_permutex2var_epi16(a, i0, b);
+  out[1] = _mm512_permutex2var_epi16(a, i1, b);
+}
+
+/* gn groups from row r0 at column c, their nq 16-column vectors stored at dq[q] + g * dstep. es,
+ * gn and full are constants for a chunk wholly inside the source (full: plain loads, no bounds). */
+static inline __attribute__((always_inline)) void tl_p5_chunk(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es,
+                                                              int64_t v, int64_t gn, __m512i padv, int full,
+                                                              char *const *dq, int nq, int64_t dstep) {
+  for (int64_t g = 0; g < gn; g++) {
+    __m512i out[4];
+    tl_p5_group(j, r0 + g * v, c, es, padv, full, out);
+    for (int q = 0; q < nq; q++) _mm512_storeu_si512(dq[q] + g * dstep, out[q]);
   }
 }
 
@@ -115,8 +98,9 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
   /* G groups at a time, chunk by chunk: each chunk's stores then run down G consecutive group
    * rows of each of its tiles (contiguous), where a chunk per group would step from tile to tile
    * (tiles of a K block a multiple of 4 KiB apart: the same L1 sets). Chunks wholly inside the
-   * source take tl_p5_full: plain loads, no per-row bounds (a 512x256 bf16 block of rows 8 KiB
-   * apart, in L2, one thread: 22 -> 31 GB/s; int8 1024x256: 19 -> 21 GB/s) */
+   * source take plain loads and no per-row bounds (`tilec bench gemm --sizes S --threads 2
+   * --dtype D --peers none`, builds alternating, 5 rounds, medians: int8 8x4096x4096 1.26 -> 1.18
+   * ms, 16x4096x4096 1.54 -> 1.44; bf16 256x4096x4096 23.7 -> 22.8, 3 rounds) */
   for (int64_t ti = 0; ti < trows; ti++)
     for (int64_t g0 = 0; g0 < ng; g0 += G) {
       const int64_t gn = TL_MIN(G, ng - g0);
@@ -129,15 +113,12 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
         const int nq = (int)TL_MIN(es == 1 ? 4 : 2, (width - c) / 16);
         for (int q = 0; q < nq; q++)
           dq[q] = j->dst + (ti * tcols + (c + 16 * q) / tc) * tile + (g0 * tc + (c + 16 * q) % tc) * 4;
-        if (gn == G && (ti * tr + (g0 + G) * v) <= j->rows && c + step <= j->cols) { /* interior */
-          if (es == 1) tl_p5_full(j, ti * tr + g0 * v, c, 1, TL_P5_ROWS1 / 4, dq, tc * 4);
-          else tl_p5_full(j, ti * tr + g0 * v, c, 2, TL_P5_ROWS2 / 2, dq, tc * 4);
-          continue;
-        }
-        for (int64_t g = 0; g < gn; g++) {
-          __m512i out[4];
-          tl_p5_group(j, ti * tr + (g0 + g) * v, c, es, padv, out);
-          for (int q = 0; q < nq; q++) _mm512_storeu_si512(dq[q] + g * tc * 4, out[q]);
+        const int64_t r0 = ti * tr + g0 * v;
+        if (gn == G && r0 + G * v <= j->rows && c + step <= j->cols) { /* interior */
+          if (es == 1) tl_p5_chunk(j, r0, c, 1, 4, TL_P5_ROWS1 / 4, padv, 1, dq, 4, tc * 4);
+          else tl_p5_chunk(j, r0, c, 2, 2, TL_P5_ROWS2 / 2, padv, 1, dq, 2, tc * 4);
+        } else {
+          tl_p5_chunk(j, r0, c, es, v, gn, padv, 0, dq, nq, tc * 4);
         }
       }
     }
