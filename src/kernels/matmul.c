@@ -218,7 +218,7 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
    * a 16-column tile (N = 16 would otherwise stage and compute 32 columns) */
   const int64_t bn_cap = packed ? TL_MM_BN_PACKED : 256;
   int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, bn_cap, 32), tl_mm_round_up(N, 16));
-  int64_t BM = M <= 128 ? M : tl_mm_balanced(M, 128, 8);
+  int64_t BM = M <= TL_MM_BM_MAX ? M : tl_mm_balanced(M, TL_MM_BM_MAX, 8);
   if (BM < 1) BM = 1;
   if (BN < 1) BN = 1;
   if (bd->run.stream) { /* b read in place as long rows: a wide N block per thread, long K blocks */

@@ -21,7 +21,10 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_BK_F32 512
 #define TL_MM_BK_BF16 512
 #define TL_MM_BK_I8 1024
-/* tl_matmul's own packing of a bf16 / int8 b (tl_mm_autopack: 256 rows of a and more) makes tile
+/* Rows of a per M block (at most): a b staged per step is staged again for every M block. */
+#define TL_MM_BM_MAX 128
+/* tl_matmul's own packing of a bf16 / int8 b (tl_mm_autopack: 256 rows of a and more, bf16 /
+ * int8 with a large b from TL_MM_BM_MAX + 1) makes tile
  * rows up to this many times longer: each K block loads and stores the accumulator once per row
  * block, and with many row blocks a panel comes from L2 either way (bf16 2048^3, 2 threads:
  * 41.7 -> 40.0 ms). tl_matmul_pack_b keeps the shorter rows: with few rows of a a panel of

@@ -186,14 +186,15 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
 #define TL_MM_AUTOPACK_ROWS 256
 /* ... and from this many elements of b (256 KiB of f32). */
 #define TL_MM_AUTOPACK_ELEMS ((int64_t)1 << 16)
-/* bf16 / int8 b is staged into the VNNI layout once per M block (BM at most 128): from 129 rows
- * a large b is packed once instead (A/B, 2 threads, alternating builds, 4 rounds: bf16
+/* bf16 / int8 b is staged into the VNNI layout once per M block (at most TL_MM_BM_MAX rows): from
+ * two M blocks on, a large b is packed once instead (`tilec bench gemm --sizes S --threads 2
+ * --dtype D --peers none`, builds alternating, 4 rounds, medians: bf16
  * 136x4096x4096 14.4 -> 13.2 ms, 200x4096x4096 19.4 -> 18.1, 200x1000x1000 1.21 -> 1.08,
  * 240x1000x1000 1.45 -> 1.25; int8 136x4096x4096 7.60 -> 6.98, 200x4096x4096 9.61 -> 9.13).
  * Smaller b lost (bf16 160x512x512 234 -> 250 us; int8 200x1000x1000 603 -> 665 us, 192x2048x2048
  * even), hence the element counts; with one M block (up to 128 rows) packing per call measured
  * 8-20% slower. */
-#define TL_MM_AUTOPACK_ROWS_VNNI 129
+#define TL_MM_AUTOPACK_ROWS_VNNI (TL_MM_BM_MAX + 1)
 #define TL_MM_AUTOPACK_ELEMS_BF16 ((int64_t)1 << 20)
 #define TL_MM_AUTOPACK_ELEMS_I8 ((int64_t)1 << 23)
 
