@@ -306,9 +306,8 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
     }
   /* 5-8 rows, whole pairs: a's pair (a[k], a[k + 1]) is one 32-bit word in memory, broadcast by
    * the load (a pair built in a general register is broadcast from there, one more shuffle per
-   * row and pair next to the unpacks): tl_tile_dot bf16 with b rows 8 KiB apart, in L2, one
-   * core, GFLOP/s: 16x512x256 162-178 -> 189-201, 12x512x256 129 -> 177, 8x512x256 140-172 ->
-   * 181-197 (tiled b: 224) */
+   * row and pair next to the unpacks; this, the panels and the row blocks below together: see
+   * tl_bf_rm) */
   __m512i bl[4], bh[4];
   int64_t k = 0;
   for (; mr > 4 && k + 1 < kk; k += 2) {
@@ -319,8 +318,9 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
       tl_bf_rm_acc(ng, lo[i], hi[i], _mm512_set1_epi32((int)*(const tl_bf_u32a *)(a + i * lda + k)), bl, bh);
     }
   }
-  /* 3-4 rows (the pair built in a register measured faster, 163-173 against 153 GFLOP/s in the
-   * case above), and the last k of an odd count (b's next row and a's second half zero) */
+  /* 3-4 rows (with the pair from memory, an experiment not kept, 4 rows ran 6-11% slower in the
+   * case of tl_bf_rm's comment), and the last k of an odd count (b's next row and a's second
+   * half zero) */
   for (; k < kk; k += 2) {
     const int pair = k + 1 < kk;
     tl_bf_rm_b(ng, b + k * ldb, ldb, pair, mk, bl, bh);
@@ -348,22 +348,21 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
 
 /* acc (+)= a @ b, bf16, b row-major with unit column stride, read in place: row blocks of up
  * to 8 (past 8 rows: balanced blocks of up to 7) with panels of 128 (1-3 rows), 64 (4-7) or 32
- * (8) columns, at most 28 accumulators. Until
- * 2026-11-26 3 rows took 64 and 5-7 rows 32: a's broadcasts and the loop's overhead then weigh
- * on half as many products (tl_tile_dot, one core, b rows 8 KiB apart in L2, GFLOP/s: 3x512x256
- * 107 -> 187-189, 5 rows 107 -> 199-208, 6 rows 131 -> 221-225, 7 rows 154-159 -> 212-218, 11
- * rows 147 -> 170-196, 13 rows 140 -> 156-165, 14 rows 151 -> 193-197; tl_matmul, 2 threads, 3
- * rounds: 3x4096x4096 1.58 -> 1.51 ms, 5 rows 1.81 -> 1.57, 6 rows 1.78 -> 1.54, 7 rows 1.78 ->
- * 1.64, 11 rows 2.31 -> 2.14, 13 rows 2.55 -> 2.39, 14 rows 2.57 -> 2.45, 15 rows 2.55 -> 2.40;
- * 16 rows, then two blocks of 8, unchanged; all before the balanced blocks below). */
+ * (8) columns, at most 28 accumulators. Until 2026-11-26: blocks of 8 and the rest, panels of 128
+ * (1-2 rows), 64 (3-4) and 32 (5-8), and a's pairs built in a register for every row count;
+ * a's broadcasts and the loop's overhead then weighed on half as many products. The second table
+ * of `tilec_bench_tile_dot 5` (one core, M x 512 x 256, b rows 8 KiB apart, in L2; GFLOP/s, two
+ * runs each): 3 rows 101 -> 183-203, 5 rows 112-117 -> 199-211, 9 rows 136-139 -> 179-191, 12
+ * rows 163-166 -> 222-224, 16 rows 171-179 -> 208-217 (b tiled: 224); 1, 4 and 8 rows within
+ * noise. tl_matmul (`tilec bench gemm --sizes S --threads 2 --dtype bf16 --peers none`, builds
+ * alternating, 3-4 rounds per step, b from DRAM): 5x4096x4096 1.81 -> 1.57 ms, 6 rows 1.78 ->
+ * 1.54, 7 rows 1.78 -> 1.64, 12 rows 2.31 -> 2.08, 13-15 rows 5-7%, 12x1000x1000 203 -> 174 us;
+ * 16x4096x4096 within noise (2.6 ms; 1.46 with b pre-packed). */
 static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                      float *c, int64_t ldc, int accum) {
   /* past 8 rows, balanced blocks of at most 7 (64-column panels) rather than 8 and the rest:
    * each block reads b again from the caches, but 4-7-row blocks with 64-column panels run
-   * faster than 8 rows with 32 (one core, b in L2, GFLOP/s: 9 rows 144 -> 176, 10 rows 166 ->
-   * 210, 12 rows 167 -> 216-224, 15 rows 185 -> 206, 16 rows 191 -> 213; tl_matmul, 2 threads:
-   * 12x4096x4096 2.31 -> 2.08 ms, 12x1000x1000 203 -> 174 us, 9x4096x4096 2.16 -> 2.06, 10 and 16
-   * rows within noise) */
+   * faster than 8 rows with 32 */
   const int64_t nb = m <= 8 ? 1 : TL_CDIV(m, 7);
   for (int64_t i0 = 0, mr, bi = 0; i0 < m; i0 += mr, bi++) {
     mr = nb == 1 ? m : TL_CDIV(m - i0, nb - bi);
