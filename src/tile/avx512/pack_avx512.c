@@ -21,7 +21,7 @@
  * rows a multiple of 4 KiB apart share L1 sets, so a chunk's column of 64-byte pieces is read
  * from L2 past 8 rows; 16 bf16 rows measured best of 8 / 16 / 32 (32 before), int8 64 of 16 /
  * 64 (`tilec bench gemm --sizes S --threads 2 --dtype D --peers none`, builds alternating, 4
- * rounds; bf16 32x4096x4096 4.12 / 3.81 / 3.93 ms, 128x4096x4096 11.6 / 11.3 / 11.4; int8
+ * rounds; bf16 32x4096x4096 4.08 / 3.81 / 3.93 ms, 128x4096x4096 11.6 / 11.3 / 11.4; int8
  * 8x4096x4096 1.32 / 1.16 ms, 16x4096x4096 1.60 / 1.52). */
 #ifndef TL_P5_ROWS2
 #define TL_P5_ROWS2 16
