@@ -120,7 +120,9 @@ tl_status tl_mm_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, int lo
  * 0: run with b as given (also when the copy failed: nothing is reported). */
 int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *packed);
 /* 1 when tl_mm_autopack packs b for this a (the decision alone; the tuner tunes the packed
- * problem then, since that is the plan tl_matmul runs). */
+ * problem then, since that is the plan tl_matmul runs): b 2-D and at least 16 x 32, and either
+ * 2^16 elements and 256 rows of a (all batches), or for bf16 / int8 b of 2^20 / 2^23 elements
+ * from TL_MM_BM_MAX + 1 rows (matmul_pack.c says why). */
 int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b);
 /* The K group of a packed b of dtype dt: its tile rows are multiples of it (16 f32 rows, 32 bf16
  * rows = 16 vnni-2 pairs, 64 int8 rows = 16 vnni-4 quads: whole AMX tiles). */
