@@ -10,7 +10,10 @@
  * the sum of |terms| (bf16 products are exact in f32, so bf16 is held to the f32 bound against
  * the reference of the bf16 values, denormals read as zero); int8 exact; acc's row gaps intact;
  * NaN and Inf propagate. Also: the AVX-512 VNNI packers against tl_pack_portable, byte for byte,
- * and a staged kernel whose b BlockSpec asks for the vnni layouts. */
+ * and a staged kernel whose b BlockSpec asks for the vnni layouts. The AMX path runs at its level
+ * only where the CPU has AMX; test_amx_emulated also runs it everywhere over an emulation of
+ * the tile registers (amx_emu.h). */
+#include "amx_emu.h"
 #include "runtime/plan_impl.h"
 #include "tile_test_util.h"
 
@@ -180,6 +183,38 @@ static void run_case(tl_ctx *ctx, tl_isa isa, const dot_case *c, test_rng *rng) 
   } else if (isa != TL_ISA_AMX) {
     CHECK(0, "%s: no dot in the table", level_names[isa]);
   }
+  tb_free(&a);
+  tb_free(&b);
+  tb_free(&acc0);
+}
+
+/* One case through the AMX dot compiled over the emulation: a case the AMX contract claims is
+ * taken, matches the reference, loads the configuration once and releases it, and breaks no
+ * tile rule; any other is declined with acc untouched and no tile instruction issued. */
+static void run_amx_emu(const dot_case *c, test_rng *rng) {
+  tbuf a, b, acc0;
+  make_case(c, rng, &a, &b, &acc0);
+  unsigned flags = (c->accum ? TL_DOT_ACCUMULATE : 0) | (c->bkind == B_TRANS ? TL_DOT_TRANS_B : 0);
+  tbuf acc = acc_copy(&acc0);
+  amx_emu_reset();
+  int took = tl_amx_dot_emu(&acc.r, &a.r, &b.r, flags), want = claims(TL_ISA_AMX, c);
+  char what[128];
+  snprintf(what, sizeof what, "amx emulated, %s x %s %lldx%lldx%lld tile %dx%d vnni %d bkind %d",
+           tl_dtype_name(c->ta), tl_dtype_name(c->tb), (long long)c->m, (long long)c->n, (long long)c->k, c->tile_r,
+           c->tile_c, c->vnni, c->bkind);
+  CHECK(took == want, "%s: %s", what, took ? "taken, outside the contract" : "declined");
+  CHECK(!amx_emu.fault[0], "%s: %s", what, amx_emu.fault);
+  if (took) {
+    CHECK(amx_emu.loads == 1 && amx_emu.releases == 1 && !amx_emu.configured,
+          "%s: %d configurations loaded, %d releases, configured at return %d", what, amx_emu.loads, amx_emu.releases,
+          amx_emu.configured);
+    check_case(c, &a, &b, &acc0, &acc, what);
+  } else {
+    CHECK(amx_emu.loads == 0 && amx_emu.dps == 0, "%s: declined after issuing tile instructions", what);
+    CHECK(memcmp(acc.mem, acc0.mem, (size_t)acc0.nelem * tl_dtype_size(acc0.r.dtype)) == 0, "%s: declined, acc written",
+          what);
+  }
+  tb_free(&acc);
   tb_free(&a);
   tb_free(&b);
   tb_free(&acc0);
@@ -484,6 +519,68 @@ static void test_staged(void) {
   }
 }
 
+/* The AMX path over the emulation (amx_emu.h), on every machine: shapes the contract claims
+ * (the 2 x 2 tile blocks and their 16-row / 16-column edges, B tiles of 1-4 A-tile steps, row
+ * gaps, both flags, every dtype pair) against the reference, shapes it must decline, and the
+ * AMX probe units. */
+static void test_amx_emulated(void) {
+  static const tl_dtype pairs[][2] = {{TL_BF16, TL_BF16}, {TL_U8, TL_I8}, {TL_I8, TL_I8}, {TL_I8, TL_U8}, {TL_U8, TL_U8}};
+  test_rng rng = {0xA3C5};
+  for (size_t p = 0; p < TL_ARRAY_LEN(pairs); p++) {
+    const tl_dtype ta = pairs[p][0], tb = pairs[p][1];
+    const int v = ta == TL_BF16 ? 2 : 4, ks = ta == TL_BF16 ? 32 : 64;
+    for (int r = 0; r < 24; r++) {
+      dot_case c = {.ta = ta, .tb = tb, .m = 16 * test_rng_int(&rng, 1, 6), .n = 16 * test_rng_int(&rng, 1, 6),
+                    .accum = (int)test_rng_int(&rng, 0, 1), .bkind = B_TILED, .tile_c = 16, .vnni = v};
+      c.tile_r = ks * (int)test_rng_int(&rng, 1, 4);
+      c.k = ks * test_rng_int(&rng, 1, 7);
+      c.pad_a = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 40);
+      c.pad_c = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 9);
+      run_amx_emu(&c, &rng);
+    }
+    /* outside the contract: M, N or K off the tile grid, another B layout, b transposed or
+     * row-major, f32 */
+    const dot_case off[] = {
+        {.m = 17, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 32, .n = 40, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 32, .n = 32, .k = ks + v, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks, .tile_c = 32, .vnni = v},
+        {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks + v, .tile_c = 16, .vnni = v},
+        {.m = 32, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = 1},
+        {.m = 32, .n = 32, .k = ks, .bkind = B_TRANS},
+        {.m = 32, .n = 32, .k = ks, .bkind = B_ROW},
+    };
+    for (size_t i = 0; i < TL_ARRAY_LEN(off); i++) {
+      dot_case c = off[i];
+      c.ta = ta, c.tb = tb, c.accum = (int)(i & 1);
+      if (c.bkind == 0 && c.tile_r) c.bkind = B_TILED;
+      run_amx_emu(&c, &rng);
+    }
+  }
+  dot_case f = {.ta = TL_F32, .tb = TL_F32, .m = 32, .n = 32, .k = 64, .bkind = B_TILED, .tile_r = 64, .tile_c = 16, .vnni = 1};
+  run_amx_emu(&f, &rng);
+  /* the probe units: iters steps of four products on tiles of ones, configuration loaded once and
+   * released; C tile 0 holds iters x 32 (bf16, K 32 a step) or iters x 64 (int8) */
+  for (int u = 0; u < tl_probe_amx_impl_emu.nunits; u++) {
+    amx_emu_reset();
+    const int64_t iters = 3;
+    double ops = tl_probe_amx_impl_emu.units[u].run(iters);
+    const int bf = tl_probe_amx_impl_emu.units[u].dtype == TL_BF16;
+    CHECK(ops == (double)iters * 4 * (bf ? 16384 : 32768), "probe %s: %g ops", tl_probe_amx_impl_emu.units[u].name, ops);
+    CHECK(!amx_emu.fault[0], "probe %s: %s", tl_probe_amx_impl_emu.units[u].name, amx_emu.fault);
+    CHECK(amx_emu.loads == 1 && amx_emu.releases == 1 && amx_emu.dps == 4 * iters, "probe %s: %d loads, %d releases, %d products",
+          tl_probe_amx_impl_emu.units[u].name, amx_emu.loads, amx_emu.releases, amx_emu.dps);
+    for (int t = 0; t < 4; t++) {
+      float fv;
+      int32_t iv;
+      memcpy(&fv, &amx_emu.t[t][15][60], 4);
+      memcpy(&iv, &amx_emu.t[t][15][60], 4);
+      CHECK(bf ? fv == 32.0f * iters : iv == 64 * iters, "probe %s: C tile %d holds %g / %d", tl_probe_amx_impl_emu.units[u].name,
+            t, (double)fv, (int)iv);
+    }
+  }
+}
+
 int main(void) {
   RUN(test_random_cases);
   RUN(test_empty_k);
@@ -491,5 +588,6 @@ int main(void) {
   RUN(test_bf16_denormal);
   RUN(test_packers);
   RUN(test_staged);
+  RUN(test_amx_emulated);
   return test_summary("tile_dot_isa");
 }

@@ -11,9 +11,8 @@
  * Anything else returns 0 and the AVX512-BF16 / VNNI path below takes it.
  *
  * Invariants:
- * - The tile configuration (palette 1, tiles 0-7 all 16 rows x 64 bytes) is loaded with inline
- *   `ldtilecfg` on a 64-byte buffer the asm reads (GCC 12 was seen dropping the stores that fill
- *   a configuration it did not see used: DESIGN.md §8); TILERELEASE ends every call.
+ * - The tile configuration (palette 1, tiles 0-7 all 16 rows x 64 bytes: tl_amx_config in
+ *   amx_impl.h) is loaded by every call that takes the work; TILERELEASE ends it.
  * - Tiles: 0-3 accumulators C[r][c], 4-5 A tiles, 6-7 B tiles.
  * - acc is read (TILELOADD) only with TL_DOT_ACCUMULATE, else the accumulators start at zero;
  *   each C tile is stored once after the whole K.
@@ -27,22 +26,10 @@
 #include <string.h>
 
 #include "../tile_impl.h"
+#include "amx_impl.h"
 
 /* Which TDP instruction a call uses. */
 typedef enum tl_amx_op { TL_AMX_BF16, TL_AMX_SS, TL_AMX_SU, TL_AMX_US, TL_AMX_UU } tl_amx_op;
-
-/* Loads palette 1 with tiles 0-7 of 16 rows x 64 bytes. The buffer is passed to the asm as a
- * memory operand, so the compiler must complete the stores that fill it first. */
-static void tl_amx_config(void) {
-  _Alignas(64) unsigned char cfg[64];
-  memset(cfg, 0, sizeof cfg);
-  cfg[0] = 1; /* palette */
-  for (int t = 0; t < 8; t++) {
-    cfg[16 + 2 * t] = 64; /* colsb (little-endian uint16) */
-    cfg[48 + t] = 16;     /* rows */
-  }
-  __asm__ volatile("ldtilecfg %0" : : "m"(*(const unsigned char(*)[64])cfg));
-}
 
 /* C tile t (+)= A tile ta x B tile tb in op's instruction (tile numbers are immediates, hence
  * the explicit cases). */

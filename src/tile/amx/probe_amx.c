@@ -7,14 +7,14 @@
  * Op counts per instruction (M = N = 16, 64-byte rows):
  *   TDPBF16PS: K = 32 bf16, 16 x 16 x 32 = 8192 multiply-adds  = 16384 ops
  *   TDPBSSD:   K = 64 i8,   16 x 16 x 64 = 16384 multiply-adds = 32768 ops
- * Each call loads its tile configuration (LDTILECFG through inline asm on a buffer the asm reads,
- * so GCC 12 cannot drop the stores that fill it: DESIGN.md §8) and ends with TILERELEASE. The
+ * Each call loads its tile configuration (tl_amx_config, amx_impl.h) and ends with TILERELEASE. The
  * caller must hold AMX permission (tl_ctx_need_amx). Inputs are 1.0 (bf16) and 1 (i8).
  */
 #include <immintrin.h>
 #include <string.h>
 
 #include "../tile_impl.h"
+#include "amx_impl.h"
 
 /* 16 rows x 64 bytes of bf16 1.0 / i8 1: enough for any A or B tile. */
 static _Alignas(64) const uint16_t tl_probe_amx_bf16_ones[16 * 32] = {
@@ -33,18 +33,6 @@ static _Alignas(64) const int8_t tl_probe_amx_i8_ones[16 * 64] = {
 #undef TL_R8_
 };
 
-/* Loads the configuration: palette 1, tiles 0-7 all 16 rows x 64 bytes. */
-static void tl_probe_amx_config(void) {
-  _Alignas(64) unsigned char cfg[64];
-  memset(cfg, 0, sizeof cfg);
-  cfg[0] = 1; /* palette */
-  for (int t = 0; t < 8; t++) {
-    cfg[16 + 2 * t] = 64; /* colsb, little-endian uint16 */
-    cfg[48 + t] = 16;     /* rows */
-  }
-  __asm__ volatile("ldtilecfg %0" : : "m"(*(const unsigned char(*)[64])cfg));
-}
-
 /* Loads A and B tiles from src and zeroes the accumulators. */
 static void tl_probe_amx_load(const void *src) {
   _tile_zero(0);
@@ -59,7 +47,7 @@ static void tl_probe_amx_load(const void *src) {
 
 /* iters steps of four independent TDPBF16PS. */
 static double tl_probe_amx_bf16(int64_t iters) {
-  tl_probe_amx_config();
+  tl_amx_config();
   tl_probe_amx_load(tl_probe_amx_bf16_ones);
   for (int64_t i = 0; i < iters; i++) {
     _tile_dpbf16ps(0, 4, 6);
@@ -73,7 +61,7 @@ static double tl_probe_amx_bf16(int64_t iters) {
 
 /* iters steps of four independent TDPBSSD. */
 static double tl_probe_amx_int8(int64_t iters) {
-  tl_probe_amx_config();
+  tl_amx_config();
   tl_probe_amx_load(tl_probe_amx_i8_ones);
   for (int64_t i = 0; i < iters; i++) {
     _tile_dpbssd(0, 4, 6);
