@@ -65,4 +65,14 @@ tl_status tl_isa_resolve(const char *name, tl_isa cpu_max, tl_isa *cap, tl_isa *
  * answer). Returns 1 when granted, -1 when refused or unavailable, with the reason in msg. */
 int tl_amx_request(char *msg, size_t msg_size);
 
+/* The AMX emulation seam, for tests only (tests/tile/amx_emu.h; the library never calls it).
+ * tl_amx_emulate turns it on for the rest of the process on a CPU with AVX512-BF16 and no AMX
+ * of its own: tl_cpu_detect then adds the AMX features and reports isa_max TL_ISA_AMX, and
+ * tl_amx_request grants, so contexts run the AMX level (whose tile operations the test has
+ * replaced by ones over an emulation of the tile registers, tl_tile_amx_override; the levels
+ * below run their real instructions). Returns 1 when on, 0 (nothing changed) on any other CPU.
+ * Call it before any context exists. tl_amx_emulated: whether it is on. */
+int tl_amx_emulate(void);
+int tl_amx_emulated(void);
+
 #endif /* TL_CORE_IMPL_H */

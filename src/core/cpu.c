@@ -260,9 +260,28 @@ static void tl_cpu_detect_once(void) {
   tl_cpu_cached = ci;
 }
 
-/* Copies the cached detection into *out (detecting on the first call); NULL is a no-op. */
+static _Atomic int tl_cpu_amx_emulated; /* tl_amx_emulate (tests only) */
+
+/* Copies the cached detection into *out (detecting on the first call); NULL is a no-op. With the
+ * AMX emulation on, the copy reports AMX (core_impl.h). */
 void tl_cpu_detect(tl_cpu_info *out) {
   if (!out) return;
   pthread_once(&tl_cpu_once, tl_cpu_detect_once);
   *out = tl_cpu_cached;
+  if (tl_cpu_amx_emulated) {
+    out->features |= TL_FEAT_AMX_TILE | TL_FEAT_AMX_BF16 | TL_FEAT_AMX_INT8;
+    out->isa_max = tl_isa_from_features(out->features);
+  }
 }
+
+/* See core_impl.h. */
+int tl_amx_emulate(void) {
+  tl_cpu_info ci;
+  tl_cpu_detect(&ci);
+  if (!tl_cpu_amx_emulated && ci.isa_max != TL_ISA_AVX512BF16) return 0;
+  tl_cpu_amx_emulated = 1;
+  return 1;
+}
+
+/* See core_impl.h. */
+int tl_amx_emulated(void) { return tl_cpu_amx_emulated; }

@@ -25,10 +25,21 @@ static const tl_tile_impl *const tl_tile_impls[TL_ISA_COUNT] = {
 };
 _Static_assert(TL_ARRAY_LEN(tl_tile_impls) == TL_ISA_COUNT, "one registry slot per ISA level");
 
+/* tl_tile_amx_override's entries (tests only), NULL while none */
+static const tl_tile_impl *_Atomic tl_tile_amx_over;
+static const tl_probe_impl *_Atomic tl_probe_amx_over;
+
+/* See tile_impl.h. */
+void tl_tile_amx_override(const tl_tile_impl *tile, const tl_probe_impl *probe) {
+  tl_tile_amx_over = tile;
+  tl_probe_amx_over = probe;
+}
+
 /* The implementation registered for exactly this level, or NULL (also for a level outside the
  * table). */
 const tl_tile_impl *tl_tile_impl_at(tl_isa isa) {
   if ((unsigned)isa >= TL_ISA_COUNT) return NULL;
+  if (isa == TL_ISA_AMX && tl_tile_amx_over) return tl_tile_amx_over;
   return tl_tile_impls[isa];
 }
 
@@ -52,5 +63,6 @@ _Static_assert(TL_ARRAY_LEN(tl_probe_impls) == TL_ISA_COUNT, "one probe slot per
 /* The probe kernels registered for exactly this level, or NULL (also outside the table). */
 const tl_probe_impl *tl_probe_impl_at(tl_isa isa) {
   if ((unsigned)isa >= TL_ISA_COUNT) return NULL;
+  if (isa == TL_ISA_AMX && tl_probe_amx_over) return tl_probe_amx_over;
   return tl_probe_impls[isa];
 }

@@ -78,6 +78,10 @@ extern const tl_probe_impl tl_probe_amx_impl;
 
 /* The probe kernels registered for exactly this level, or NULL (registry.c). */
 const tl_probe_impl *tl_probe_impl_at(tl_isa isa);
+/* Tests only, with tl_amx_emulate (core_impl.h): the AMX entries of the tile and probe tables
+ * become tile / probe (compiled over an emulation of the tile registers, tests/tile/amx_emu.h)
+ * for the rest of the process. Call before any context exists. */
+void tl_tile_amx_override(const tl_tile_impl *tile, const tl_probe_impl *probe);
 
 /* For the dot microkernels: asks for the lines of a register block of the accumulator (rows
  * rows of nv 64-byte vectors, row stride ldcb bytes) to be brought in for writing (prefetchw;

@@ -9,6 +9,7 @@
 #include "kernels/attention_impl.h"
 #include "test_util.h"
 #include "test_isa.h"
+#include "tile/amx_emu.h"
 
 #include <time.h>
 
@@ -579,6 +580,11 @@ static void test_refusals(void) {
 }
 
 int main(void) {
+  /* without AMX of its own, the CPU (with AVX512-BF16) runs the amx level over the emulation of
+   * the tile registers (tests/tile/amx_emu.h) */
+  const int emu = amx_emu_enable();
+  int ran_amx = 0;
+  if (emu) fprintf(stderr, "no AMX on this CPU: the amx level runs over tests/tile/amx_emu.h\n");
   for (int i = 0; (g_isa = test_isa_level(i)) != NULL; i++) {
     tl_ctx_opts opts = {.isa = g_isa};
     if (tl_ctx_new(&opts, &g_ctx) != TL_OK) {
@@ -586,6 +592,9 @@ int main(void) {
       continue;
     }
     fprintf(stderr, "isa %s\n", g_isa);
+    tl_ctx_info info;
+    tl_ctx_info_get(g_ctx, &info);
+    ran_amx |= info.isa == TL_ISA_AMX; /* not under TILEC_ISA below amx */
     RUN_T(test_random);
     RUN_T(test_head_dims);
     RUN_T(test_gqa);
@@ -597,6 +606,11 @@ int main(void) {
     RUN_T(test_cache_and_empty);
     RUN_T(test_refusals);
     tl_ctx_free(g_ctx);
+  }
+  if (emu && ran_amx) {
+    CHECK(amx_emu_products > 0, "the emulated amx level issued no tile product");
+    CHECK(amx_emu_faults == 0, "the emulated amx level broke %ld tile rules", (long)amx_emu_faults);
+    fprintf(stderr, "  amx emulation: %ld tile products\n", (long)amx_emu_products);
   }
   return test_summary("kernels_attention");
 }

@@ -3,11 +3,15 @@
  * machines without AMX (the dev and CI machines have none; the hardware path runs only where the
  * CPU has it).
  *
- * Include this once, in one test file, before any other tilec header that pulls in
- * <immintrin.h>. It includes <immintrin.h> itself, replaces the _tile_* intrinsics the AMX files
- * use and the ldtilecfg hook of amx_impl.h with the functions below, then includes the two files
- * with their public symbols renamed: tl_amx_dot_emu and tl_probe_amx_impl_emu. The permission
- * check (tl_amx_request) reads as granted.
+ * Include this in one file of a test program. It includes <immintrin.h> itself, replaces the
+ * _tile_* intrinsics the AMX files use and the ldtilecfg hook of amx_impl.h with the functions
+ * below, then includes the two files with their public symbols renamed: tl_amx_dot_emu and
+ * tl_probe_amx_impl_emu (their permission check, tl_amx_request, reads as granted). Two uses:
+ * - call them directly (test_tile_dot_isa: amx_emu, this thread's state, shows what they did);
+ * - amx_emu_enable(): on a CPU with AVX512-BF16 and no AMX, the process then reports AMX and its
+ *   contexts run the AMX level with these as its tile and probe entries (tl_amx_emulate,
+ *   tl_tile_amx_override), so a kernel test's ISA loop (test_isa.h) covers the AMX level too;
+ *   amx_emu_products and amx_emu_faults count over all threads.
  *
  * The emulation follows the instructions' definitions (Intel SDM, "AMX"): eight tile registers
  * of up to 16 rows x 64 bytes shaped by the palette-1 configuration; TILELOADD / TILESTORED move
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/core_impl.h"
 #include "tile/tile_impl.h"
 
 typedef struct amx_emu_state {
@@ -38,12 +43,14 @@ typedef struct amx_emu_state {
   char fault[160]; /* the first violation, "" while none */
 } amx_emu_state;
 
-static amx_emu_state amx_emu;
+static _Thread_local amx_emu_state amx_emu; /* the calling thread's tiles */
+static _Atomic long amx_emu_products, amx_emu_faults; /* all threads, since the start */
 
-static void amx_emu_reset(void) { memset(&amx_emu, 0, sizeof amx_emu); }
+static inline void amx_emu_reset(void) { memset(&amx_emu, 0, sizeof amx_emu); }
 
 static void amx_emu_fail(const char *what, int tile) {
   if (!amx_emu.fault[0]) snprintf(amx_emu.fault, sizeof amx_emu.fault, "%s (tile %d)", what, tile);
+  if (amx_emu_faults++ < 5) fprintf(stderr, "    amx emulation: %s (tile %d)\n", what, tile);
 }
 
 /* LDTILECFG: palette 1 only; rows <= 16, colsb <= 64 per tile. */
@@ -120,6 +127,7 @@ static float amx_emu_bf16(const uint8_t *p) {
 
 static void amx_emu_dpbf16ps(int c, int a, int b) {
   amx_emu.dps++;
+  amx_emu_products++;
   if (!amx_emu_chain(c, a, b, "tdpbf16ps")) return;
   for (int m = 0; m < amx_emu.rows[c]; m++)
     for (int n = 0; n < amx_emu.colsb[c] / 4; n++) {
@@ -136,6 +144,7 @@ static void amx_emu_dpbf16ps(int c, int a, int b) {
 /* TDPB<sa><sb>D: sa / sb nonzero for signed bytes. */
 static void amx_emu_dpb(int c, int a, int b, int sa, int sb) {
   amx_emu.dps++;
+  amx_emu_products++;
   if (!amx_emu_chain(c, a, b, "tdpb*d")) return;
   for (int m = 0; m < amx_emu.rows[c]; m++)
     for (int n = 0; n < amx_emu.colsb[c] / 4; n++) {
@@ -179,5 +188,15 @@ static void amx_emu_dpb(int c, int a, int b, int sa, int sb) {
 #undef tl_amx_dot
 #undef tl_probe_amx_impl
 #undef tl_amx_request
+
+/* Turns the emulation on for this process's contexts (above); 1 when on, 0 on a CPU without
+ * AVX512-BF16 or with AMX of its own (which then runs the real thing). Call it before any
+ * context exists. */
+static inline int amx_emu_enable(void) {
+  static const tl_tile_impl tile = {.isa = TL_ISA_AMX, .name = "amx (emulated)", .dot = tl_amx_dot_emu};
+  if (!tl_amx_emulate()) return 0;
+  tl_tile_amx_override(&tile, &tl_probe_amx_impl_emu);
+  return 1;
+}
 
 #endif /* TL_AMX_EMU_H */
