@@ -11,7 +11,7 @@
  * - amx_emu_enable(): on a CPU with AVX512-BF16 and no AMX, the process then reports AMX and its
  *   contexts run the AMX level with these as its tile and probe entries (tl_amx_emulate,
  *   tl_tile_amx_override), so a kernel test's ISA loop (test_isa.h) covers the AMX level too;
- *   amx_emu_products and amx_emu_faults count over all threads.
+ *   amx_emu_products, amx_emu_macs and amx_emu_faults count over all threads.
  *
  * The emulation follows the instructions' definitions (Intel SDM, "AMX"): eight tile registers
  * of up to 16 rows x 64 bytes shaped by the palette-1 configuration; TILELOADD / TILESTORED move
@@ -44,7 +44,9 @@ typedef struct amx_emu_state {
 } amx_emu_state;
 
 static _Thread_local amx_emu_state amx_emu; /* the calling thread's tiles */
-static _Atomic long amx_emu_products, amx_emu_faults; /* all threads, since the start */
+/* all threads, since the start: tile products, their multiply-adds (rows x columns x k of
+ * each), rule violations */
+static _Atomic long amx_emu_products, amx_emu_macs, amx_emu_faults;
 
 static inline void amx_emu_reset(void) { memset(&amx_emu, 0, sizeof amx_emu); }
 
@@ -129,6 +131,7 @@ static void amx_emu_dpbf16ps(int c, int a, int b) {
   amx_emu.dps++;
   amx_emu_products++;
   if (!amx_emu_chain(c, a, b, "tdpbf16ps")) return;
+  amx_emu_macs += (long)amx_emu.rows[c] * (amx_emu.colsb[c] / 4) * (amx_emu.colsb[a] / 2);
   for (int m = 0; m < amx_emu.rows[c]; m++)
     for (int n = 0; n < amx_emu.colsb[c] / 4; n++) {
       float acc;
@@ -146,6 +149,7 @@ static void amx_emu_dpb(int c, int a, int b, int sa, int sb) {
   amx_emu.dps++;
   amx_emu_products++;
   if (!amx_emu_chain(c, a, b, "tdpb*d")) return;
+  amx_emu_macs += (long)amx_emu.rows[c] * (amx_emu.colsb[c] / 4) * amx_emu.colsb[a];
   for (int m = 0; m < amx_emu.rows[c]; m++)
     for (int n = 0; n < amx_emu.colsb[c] / 4; n++) {
       uint32_t acc;

@@ -151,8 +151,7 @@ static int claims(tl_isa isa, const dot_case *c) {
   case TL_ISA_AMX: {
     if (c->ta == TL_F32 || c->bkind != B_TILED) return 0;
     int ks = c->ta == TL_BF16 ? 32 : 64, v = c->ta == TL_BF16 ? 2 : 4;
-    return c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0 && c->m % 16 == 0 && c->n % 16 == 0 &&
-           c->k % ks == 0 && c->m && c->n && c->k;
+    return c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0 && c->k % ks == 0 && c->m >= 16 && c->n && c->k;
   }
   default: return 1;
   }
@@ -205,9 +204,13 @@ static void run_amx_emu(const dot_case *c, test_rng *rng) {
   CHECK(took == want, "%s: %s", what, took ? "taken, outside the contract" : "declined");
   CHECK(!amx_emu.fault[0], "%s: %s", what, amx_emu.fault);
   if (took) {
-    CHECK(amx_emu.loads == 1 && amx_emu.releases == 1 && !amx_emu.configured,
-          "%s: %d configurations loaded, %d releases, configured at return %d", what, amx_emu.loads, amx_emu.releases,
-          amx_emu.configured);
+    /* one configuration per tile shape present: whole tiles, the N edge beside them, the M edge
+     * below them, the corner */
+    const int64_t mf = c->m / 16, nf = c->n / 16, mt = c->m % 16, nt = c->n % 16;
+    const int shapes = (mf && nf) + (mf && nt) + (mt && nf) + (mt && nt);
+    CHECK(amx_emu.loads == shapes && amx_emu.releases == 1 && !amx_emu.configured,
+          "%s: %d configurations loaded (want %d), %d releases, configured at return %d", what, amx_emu.loads, shapes,
+          amx_emu.releases, amx_emu.configured);
     check_case(c, &a, &b, &acc0, &acc, what);
   } else {
     CHECK(amx_emu.loads == 0 && amx_emu.dps == 0, "%s: declined after issuing tile instructions", what);
@@ -520,9 +523,9 @@ static void test_staged(void) {
 }
 
 /* The AMX path over the emulation (amx_emu.h), on every machine: shapes the contract claims
- * (the 2 x 2 tile blocks and their 16-row / 16-column edges, B tiles of 1-4 A-tile steps, row
- * gaps, both flags, every dtype pair) against the reference, shapes it must decline, and the
- * AMX probe units. */
+ * (the 2 x 2 tile blocks, their 16-row / 16-column strips, M and N edges of 1-15 rows / columns
+ * and their corner, B tiles of 1-4 A-tile steps, row gaps, both flags, every dtype pair) against
+ * the reference, shapes it must decline, and the AMX probe units. */
 static void test_amx_emulated(void) {
   static const tl_dtype pairs[][2] = {{TL_BF16, TL_BF16}, {TL_U8, TL_I8}, {TL_I8, TL_I8}, {TL_I8, TL_U8}, {TL_U8, TL_U8}};
   test_rng rng = {0xA3C5};
@@ -530,20 +533,23 @@ static void test_amx_emulated(void) {
     const tl_dtype ta = pairs[p][0], tb = pairs[p][1];
     const int v = ta == TL_BF16 ? 2 : 4, ks = ta == TL_BF16 ? 32 : 64;
     for (int r = 0; r < 24; r++) {
-      dot_case c = {.ta = ta, .tb = tb, .m = 16 * test_rng_int(&rng, 1, 6), .n = 16 * test_rng_int(&rng, 1, 6),
+      /* M and N: whole tiles, or with an edge of 1-15 (half the cases each), from 1 */
+      dot_case c = {.ta = ta, .tb = tb, .m = 16 * test_rng_int(&rng, 0, 5), .n = 16 * test_rng_int(&rng, 0, 5),
                     .accum = (int)test_rng_int(&rng, 0, 1), .bkind = B_TILED, .tile_c = 16, .vnni = v};
+      if (c.m == 0 || test_rng_int(&rng, 0, 1)) c.m += test_rng_int(&rng, 1, 15); /* below 16: declined */
+      if (c.n == 0 || test_rng_int(&rng, 0, 1)) c.n += test_rng_int(&rng, 1, 15);
       c.tile_r = ks * (int)test_rng_int(&rng, 1, 4);
       c.k = ks * test_rng_int(&rng, 1, 7);
       c.pad_a = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 40);
       c.pad_c = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 9);
       run_amx_emu(&c, &rng);
     }
-    /* outside the contract: M, N or K off the tile grid, another B layout, b transposed or
-     * row-major, f32 */
+    /* outside the contract: K off the tile steps, another B layout, b transposed or row-major,
+     * f32 */
     const dot_case off[] = {
-        {.m = 17, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = v},
-        {.m = 32, .n = 40, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = v},
-        {.m = 32, .n = 32, .k = ks + v, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 17, .n = 32, .k = ks + v, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 32, .n = 32, .k = ks / 2, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 15, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = v},
         {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks, .tile_c = 32, .vnni = v},
         {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks + v, .tile_c = 16, .vnni = v},
         {.m = 32, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = 1},

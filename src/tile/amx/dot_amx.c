@@ -1,19 +1,29 @@
 /* dot_amx.c — tl_tile_dot on AMX: TDPBF16PS for bf16 and TDPBSSD / TDPBSUD / TDPBUSD /
  * TDPBUUD for 8-bit integers, with a 2x2 block of 16x16 accumulator tiles.
  *
- * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles only what maps
- * onto full AMX tiles without staging:
+ * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles what maps onto
+ * AMX tiles without staging:
  * - a row-major with unit column stride (any row stride: TILELOADD takes it), K a multiple of
- *   32 (bf16) or 64 (int8), so every A tile is 16 rows x 64 bytes;
+ *   32 (bf16) or 64 (int8), so every A tile row is 64 bytes of a (a K tail would need a tile of
+ *   fewer bytes a row and its B tile of fewer rows, under a configuration of their own: not done);
  * - b tiled in the AMX B layout: vnni 2 (bf16) / 4 (int8), tile_c 16, tile_r a multiple of 32
  *   (bf16) / 64 (int8); not TL_DOT_TRANS_B;
- * - acc row-major with unit column stride, M and N multiples of 16.
+ * - acc row-major with unit column stride, M from 16, any N: 16 x 16 tiles over the first M / 16
+ *   x N / 16 of them (2 x 2 blocks), then the last M % 16 rows and N % 16 columns with tiles of
+ *   that many rows (C, A) and columns (C, B) under configurations of their own. Fewer than 16
+ *   rows are left to the AVX512-BF16 / VNNI dots (a skinny product waits on b, and what tiles of
+ *   a few rows cost on AMX was not measured: no AMX here). Until
+ *   2026-11-26 M and N had to be multiples of 16: in tl_matmul at the amx level (emulated, see
+ *   below) bf16 100x1024x1024 then ran none of its products on AMX, 200x1024x1024 48%,
+ *   300x512x512 32%, int8 200x1024x1024 none.
  * Anything else returns 0 and the AVX512-BF16 / VNNI path below takes it.
  *
  * Invariants:
- * - The tile configuration (palette 1, tiles 0-7 all 16 rows x 64 bytes: tl_amx_config in
- *   amx_impl.h) is loaded by every call that takes the work; TILERELEASE ends it.
- * - Tiles: 0-3 accumulators C[r][c], 4-5 A tiles, 6-7 B tiles.
+ * - The tile configuration (palette 1, tl_amx_config in amx_impl.h) is loaded before the full
+ *   tiles and again for each edge shape, by every call that takes the work; TILERELEASE ends it.
+ * - Tiles: 0-3 accumulators C[r][c], 4-5 A tiles, 6-7 B tiles. Nothing outside acc's M x N, a's
+ *   M x K and b's valid columns is loaded or stored (B's padding columns are not loaded at the
+ *   N edge).
  * - acc is read (TILELOADD) only with TL_DOT_ACCUMULATE, else the accumulators start at zero;
  *   each C tile is stored once after the whole K.
  * - AMX permission: the context asks for it (tl_ctx_need_amx); as a safety net for calls outside
@@ -111,32 +121,54 @@ int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   const tl_layout bl = b->layout;
   if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
   if (!bl.tiled || bl.vnni != ge || bl.tile_c != 16 || bl.tile_r % kstep) return 0;
-  if (m % 16 || n % 16 || kk % kstep || m == 0 || n == 0 || kk == 0) return 0;
+  if (kk % kstep || m < 16 || n == 0 || kk == 0) return 0;
   if (tl_amx_request(NULL, 0) != 1) return 0;
   const int accum = (flags & TL_DOT_ACCUMULATE) != 0;
   const char *pa = (const char *)a->data, *pb = (const char *)b->data;
   char *pc = (char *)acc->data;
   const int64_t lda = a->stride[0] * es, ldc = acc->stride[0] * 4;
-  const int64_t tcols = n / 16, tile = (int64_t)bl.tile_r * 16 * es; /* bytes per B tile */
+  const int64_t tcols = TL_CDIV(n, 16), tile = (int64_t)bl.tile_r * 16 * es; /* bytes per B tile */
   const int64_t kper = bl.tile_r / kstep;                             /* A-tile steps per B tile */
   const int64_t kstep_rows = tcols * tile;                            /* bytes to the B tile below */
   const int64_t ksteps = kk / kstep;
-  tl_amx_config();
+  /* full 16 x 16 tiles: 2 x 2 blocks, then the 16-row / 16-column strips past them */
+  const int64_t mf = m / 16 * 16, nf = n / 16 * 16, mt = m - mf, nt = n - nf;
+  if (mf > 0 && nf > 0) tl_amx_config(16, 64);
   int64_t i0 = 0;
-  for (; i0 + 32 <= m; i0 += 32) {
+  for (; i0 + 32 <= mf; i0 += 32) {
     int64_t j0 = 0;
-    for (; j0 + 32 <= n; j0 += 32)
+    for (; j0 + 32 <= nf; j0 += 32)
       tl_amx_2x2(op, ksteps, pa + i0 * lda, lda, pb + (j0 / 16) * tile, pb + (j0 / 16 + 1) * tile, kper,
                  kstep_rows, pc + i0 * ldc + j0 * 4, ldc, accum);
-    for (; j0 < n; j0 += 16)
+    for (; j0 < nf; j0 += 16)
       for (int64_t r = i0; r < i0 + 32; r += 16)
         tl_amx_1x1(op, ksteps, pa + r * lda, lda, pb + (j0 / 16) * tile, kper, kstep_rows, pc + r * ldc + j0 * 4,
                    ldc, accum);
   }
-  for (; i0 < m; i0 += 16)
-    for (int64_t j0 = 0; j0 < n; j0 += 16)
+  for (; i0 < mf; i0 += 16)
+    for (int64_t j0 = 0; j0 < nf; j0 += 16)
       tl_amx_1x1(op, ksteps, pa + i0 * lda, lda, pb + (j0 / 16) * tile, kper, kstep_rows, pc + i0 * ldc + j0 * 4,
                  ldc, accum);
+  /* the edges, each under its own configuration: the last nt < 16 columns (C and B tiles of nt
+   * x 4 bytes a row: the B tile's padding columns are never loaded), the last mt < 16 rows (C
+   * and A tiles of mt rows), and their corner */
+  if (nt > 0 && mf > 0) {
+    tl_amx_config(16, (int)nt * 4);
+    for (int64_t r = 0; r < mf; r += 16)
+      tl_amx_1x1(op, ksteps, pa + r * lda, lda, pb + (nf / 16) * tile, kper, kstep_rows, pc + r * ldc + nf * 4, ldc,
+                 accum);
+  }
+  if (mt > 0) {
+    if (nf > 0) tl_amx_config((int)mt, 64);
+    for (int64_t j0 = 0; j0 < nf; j0 += 16)
+      tl_amx_1x1(op, ksteps, pa + mf * lda, lda, pb + (j0 / 16) * tile, kper, kstep_rows, pc + mf * ldc + j0 * 4, ldc,
+                 accum);
+    if (nt > 0) {
+      tl_amx_config((int)mt, (int)nt * 4);
+      tl_amx_1x1(op, ksteps, pa + mf * lda, lda, pb + (nf / 16) * tile, kper, kstep_rows, pc + mf * ldc + nf * 4, ldc,
+                 accum);
+    }
+  }
   _tile_release();
   return 1;
 }
