@@ -18,10 +18,12 @@
  * `rows` rows of `colsb` bytes at a byte stride; TDPBF16PS sums, for each output (m, n), the
  * pairs a[m][2k..2k+1] x b[k][2n..2n+1] over k in f32 (bf16 denormals read as zero); TDPB[SU][SU]D
  * the quads a[m][4k..4k+3] x b[k][4n..4n+3], signed or unsigned per operand, in wrapping int32.
- * Whatever the hardware would fault on or leave undefined is recorded in amx_emu.fault (first
- * message kept): a tile instruction with no configuration loaded, a palette other than 1, a tile
- * used beyond its configured shape, products whose shapes do not chain (a's colsb / 4 != b's
- * rows, c's rows != a's rows, c's colsb != b's colsb).
+ * These conditions, on which the hardware faults or whose result it leaves undefined (Intel SDM),
+ * are recorded in amx_emu.fault (first message kept): a tile instruction with no configuration loaded; a configuration with a palette
+ * other than 1, nonzero start_row or reserved bytes, a tile over 16 rows x 64 bytes or with
+ * only one of rows / bytes zero; a tile used that the configuration left empty; products on a
+ * tile used twice, with bytes a row not a multiple of 4, or whose shapes do not chain (a's
+ * colsb / 4 != b's rows, c's rows != a's rows, c's colsb != b's colsb).
  */
 #ifndef TL_AMX_EMU_H
 #define TL_AMX_EMU_H
@@ -47,12 +49,13 @@ static _Thread_local amx_emu_state amx_emu; /* the calling thread's tiles */
 /* all threads, since the start: tile products, their multiply-adds (rows x columns x k of
  * each), rule violations */
 static _Atomic long amx_emu_products, amx_emu_macs, amx_emu_faults;
+static int amx_emu_verbose; /* print the first faults (amx_emu_enable: they happen on workers) */
 
 static inline void amx_emu_reset(void) { memset(&amx_emu, 0, sizeof amx_emu); }
 
 static void amx_emu_fail(const char *what, int tile) {
   if (!amx_emu.fault[0]) snprintf(amx_emu.fault, sizeof amx_emu.fault, "%s (tile %d)", what, tile);
-  if (amx_emu_faults++ < 5) fprintf(stderr, "    amx emulation: %s (tile %d)\n", what, tile);
+  if (amx_emu_faults++ < 5 && amx_emu_verbose) fprintf(stderr, "    amx emulation: %s (tile %d)\n", what, tile);
 }
 
 /* LDTILECFG: palette 1 only; rows <= 16, colsb <= 64 per tile. */
@@ -63,10 +66,15 @@ static void amx_emu_ldtilecfg(const unsigned char *cfg) {
     amx_emu_fail("ldtilecfg: palette is not 1", -1);
     return;
   }
+  for (int i = 1; i < 16; i++)
+    if (cfg[i]) amx_emu_fail("ldtilecfg: start_row or reserved bytes 1-15 not zero", -1);
+  for (int i = 32; i < 48; i++)
+    if (cfg[i]) amx_emu_fail("ldtilecfg: reserved bytes 32-47 not zero", -1);
   for (int i = 0; i < 8; i++) {
     amx_emu.rows[i] = cfg[48 + i];
     amx_emu.colsb[i] = (uint16_t)(cfg[16 + 2 * i] | cfg[17 + 2 * i] << 8);
     if (amx_emu.rows[i] > 16 || amx_emu.colsb[i] > 64) amx_emu_fail("ldtilecfg: tile larger than 16 x 64 bytes", i);
+    if ((amx_emu.rows[i] == 0) != (amx_emu.colsb[i] == 0)) amx_emu_fail("ldtilecfg: a tile with rows or bytes zero, not both", i);
   }
   amx_emu.configured = 1;
   memset(amx_emu.t, 0, sizeof amx_emu.t);
@@ -107,10 +115,16 @@ static void amx_emu_release(void) {
   amx_emu.configured = 0;
 }
 
-/* Whether c += a x b chains: c rows = a rows, a colsb / 4 = b rows, c colsb = b colsb. */
+/* Whether c += a x b is defined: three distinct tiles, bytes a row multiples of 4, c rows = a
+ * rows, a colsb / 4 = b rows, c colsb = b colsb. */
 static int amx_emu_chain(int c, int a, int b, const char *op) {
   if (!amx_emu_ok(c, op) || !amx_emu_ok(a, op) || !amx_emu_ok(b, op)) return 0;
-  if (amx_emu.rows[c] != amx_emu.rows[a] || amx_emu.colsb[a] / 4 != amx_emu.rows[b] ||
+  if (c == a || c == b || a == b) {
+    amx_emu_fail("tile product on a tile used twice", c);
+    return 0;
+  }
+  if (amx_emu.colsb[c] % 4 || amx_emu.colsb[a] % 4 || amx_emu.colsb[b] % 4 ||
+      amx_emu.rows[c] != amx_emu.rows[a] || amx_emu.colsb[a] / 4 != amx_emu.rows[b] ||
       amx_emu.colsb[c] != amx_emu.colsb[b]) {
     amx_emu_fail("tile product shapes do not chain", c);
     return 0;
@@ -200,6 +214,7 @@ static inline int amx_emu_enable(void) {
   static const tl_tile_impl tile = {.isa = TL_ISA_AMX, .name = "amx (emulated)", .dot = tl_amx_dot_emu};
   if (!tl_amx_emulate()) return 0;
   tl_tile_amx_override(&tile, &tl_probe_amx_impl_emu);
+  amx_emu_verbose = 1;
   return 1;
 }
 

@@ -587,6 +587,43 @@ static void test_amx_emulated(void) {
   }
 }
 
+/* The emulation's own rules (so test_amx_emulated's "no fault" can fail): each misuse below is
+ * recorded, and a well-formed sequence is not. */
+static void test_amx_emulator_rules(void) {
+  _Alignas(64) unsigned char cfg[64], mem[16 * 64];
+  memset(mem, 0, sizeof mem);
+  static const char *const what[] = {"no configuration", "palette 0", "reserved byte", "17 rows",
+                                     "rows without bytes", "empty tile", "tile used twice", "shapes not chaining",
+                                     "bytes not a multiple of 4", "used after release", "well-formed"};
+  for (int t = 0; t < (int)TL_ARRAY_LEN(what); t++) {
+    amx_emu_reset();
+    memset(cfg, 0, sizeof cfg);
+    cfg[0] = 1;
+    for (int i = 0; i < 8; i++) cfg[16 + 2 * i] = 64, cfg[48 + i] = 16;
+    switch (t) {
+    case 1: cfg[0] = 0; break;
+    case 2: cfg[5] = 1; break;
+    case 3: cfg[48 + 2] = 17; break;
+    case 4: cfg[16 + 2 * 3] = 0; break;
+    case 5: cfg[16 + 2 * 7] = 0, cfg[48 + 7] = 0; break;
+    case 7: cfg[48 + 0] = 8; break;                  /* C 8 rows against A 16 */
+    case 8: cfg[16 + 2 * 0] = 62, cfg[16 + 2 * 6] = 62; break;
+    default: break;
+    }
+    if (t > 0) amx_emu_ldtilecfg(cfg);
+    if (t == 9) amx_emu_release();
+    amx_emu_loadd(4, mem, 64);
+    amx_emu_loadd(7, mem, 64);
+    if (t == 6) amx_emu_dpbf16ps(0, 4, 4);
+    else amx_emu_dpbf16ps(0, 4, 7);
+    amx_emu_stored(0, mem, 64);
+    if (t == (int)TL_ARRAY_LEN(what) - 1) CHECK(!amx_emu.fault[0], "emulator: %s: %s", what[t], amx_emu.fault);
+    else CHECK(amx_emu.fault[0], "emulator: %s not recorded", what[t]);
+  }
+  amx_emu_faults = 0; /* the misuse above was deliberate */
+  amx_emu_reset();
+}
+
 int main(void) {
   RUN(test_random_cases);
   RUN(test_empty_k);
@@ -594,6 +631,7 @@ int main(void) {
   RUN(test_bf16_denormal);
   RUN(test_packers);
   RUN(test_staged);
+  RUN(test_amx_emulator_rules);
   RUN(test_amx_emulated);
   return test_summary("tile_dot_isa");
 }
