@@ -149,9 +149,10 @@ static int claims(tl_isa isa, const dot_case *c) {
   case TL_ISA_AVX512BF16:
     return c->ta == TL_BF16 || (is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8));
   case TL_ISA_AMX: {
-    if (c->ta == TL_F32 || c->bkind != B_TILED) return 0;
+    if (c->ta == TL_F32 || c->bkind == B_ROW) return 0;
     int ks = c->ta == TL_BF16 ? 32 : 64, v = c->ta == TL_BF16 ? 2 : 4;
-    return c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0 && c->k % ks == 0 && c->m >= 16 && c->n && c->k;
+    return (c->bkind == B_TRANS || (c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0)) && c->k % ks == 0 &&
+           c->m >= 16 && c->n && c->k;
   }
   default: return 1;
   }
@@ -204,10 +205,15 @@ static void run_amx_emu(const dot_case *c, test_rng *rng) {
   CHECK(took == want, "%s: %s", what, took ? "taken, outside the contract" : "declined");
   CHECK(!amx_emu.fault[0], "%s: %s", what, amx_emu.fault);
   if (took) {
-    /* one configuration per tile shape present: whole tiles, the N edge beside them, the M edge
-     * below them, the corner */
-    const int64_t mf = c->m / 16, nf = c->n / 16, mt = c->m % 16, nt = c->n % 16;
-    const int shapes = (mf && nf) + (mf && nt) + (mt && nf) + (mt && nt);
+    /* one configuration per tile shape present (whole tiles, the N edge beside them, the M edge
+     * below them, the corner), per chunk of a transposed b (128 columns x 32 KiB) */
+    int shapes = 0;
+    const int64_t cols = c->bkind == B_TRANS ? 128 : c->n, es = c->ta == TL_BF16 ? 2 : 1;
+    const int64_t kchunks = c->bkind == B_TRANS ? TL_CDIV(c->k, 32768 / (128 * es)) : 1;
+    for (int64_t j0 = 0; j0 < c->n; j0 += cols) {
+      const int64_t nc = TL_MIN(cols, c->n - j0), mf = c->m / 16, nf = nc / 16, mt = c->m % 16, nt = nc % 16;
+      shapes += (int)kchunks * ((mf && nf) + (mf && nt) + (mt && nf) + (mt && nt));
+    }
     CHECK(amx_emu.loads == shapes && amx_emu.releases == 1 && !amx_emu.configured,
           "%s: %d configurations loaded (want %d), %d releases, configured at return %d", what, amx_emu.loads, shapes,
           amx_emu.releases, amx_emu.configured);
@@ -529,6 +535,10 @@ static void test_staged(void) {
 static void test_amx_emulated(void) {
   static const tl_dtype pairs[][2] = {{TL_BF16, TL_BF16}, {TL_U8, TL_I8}, {TL_I8, TL_I8}, {TL_I8, TL_U8}, {TL_U8, TL_U8}};
   test_rng rng = {0xA3C5};
+  tl_cpu_info cpu;
+  tl_cpu_detect(&cpu);
+  const int avx512 = cpu.isa_max >= TL_ISA_AVX512; /* the transposed b's staging uses it */
+  if (!avx512) fprintf(stderr, "    no AVX-512: transposed b not run over the emulation\n");
   for (size_t p = 0; p < TL_ARRAY_LEN(pairs); p++) {
     const tl_dtype ta = pairs[p][0], tb = pairs[p][1];
     const int v = ta == TL_BF16 ? 2 : 4, ks = ta == TL_BF16 ? 32 : 64;
@@ -543,9 +553,16 @@ static void test_amx_emulated(void) {
       c.pad_a = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 40);
       c.pad_c = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 9);
       run_amx_emu(&c, &rng);
+      /* the same shape with b transposed (staged into B tiles by an AVX-512 transpose): past
+       * 128 columns and 128 / 256 k in chunks (k up to 9 tile steps) */
+      if (!avx512) continue;
+      c.bkind = B_TRANS, c.tile_r = c.tile_c = c.vnni = 0;
+      c.pad_b = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 9);
+      if (r % 4 == 0) c.n += 128, c.k += 2 * ks;
+      run_amx_emu(&c, &rng);
     }
-    /* outside the contract: K off the tile steps, another B layout, b transposed or row-major,
-     * f32 */
+    /* outside the contract: K off the tile steps (b tiled or transposed), M below 16, another B
+     * layout, b row-major, f32 */
     const dot_case off[] = {
         {.m = 17, .n = 32, .k = ks + v, .tile_r = ks, .tile_c = 16, .vnni = v},
         {.m = 32, .n = 32, .k = ks / 2, .tile_r = ks, .tile_c = 16, .vnni = v},
@@ -553,7 +570,7 @@ static void test_amx_emulated(void) {
         {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks, .tile_c = 32, .vnni = v},
         {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks + v, .tile_c = 16, .vnni = v},
         {.m = 32, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = 1},
-        {.m = 32, .n = 32, .k = ks, .bkind = B_TRANS},
+        {.m = 32, .n = 32, .k = ks / 2, .bkind = B_TRANS},
         {.m = 32, .n = 32, .k = ks, .bkind = B_ROW},
     };
     for (size_t i = 0; i < TL_ARRAY_LEN(off); i++) {

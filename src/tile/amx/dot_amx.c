@@ -2,12 +2,15 @@
  * TDPBUUD for 8-bit integers, with a 2x2 block of 16x16 accumulator tiles.
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles what maps onto
- * AMX tiles without staging:
+ * AMX tiles:
  * - a row-major with unit column stride (any row stride: TILELOADD takes it), K a multiple of
  *   32 (bf16) or 64 (int8), so every A tile row is 64 bytes of a (a K tail would need a tile of
  *   fewer bytes a row and its B tile of fewer rows, under a configuration of their own: not done);
  * - b tiled in the AMX B layout: vnni 2 (bf16) / 4 (int8), tile_c 16, tile_r a multiple of 32
- *   (bf16) / 64 (int8); not TL_DOT_TRANS_B;
+ *   (bf16) / 64 (int8), read in place; or TL_DOT_TRANS_B with unit column stride (b [N, K]:
+ *   attention's keys), staged into that layout on the stack, TL_AMX_BT_COLS columns by 32 KiB
+ *   at a time, by 16 x 16 dword transposes (until 2026-11-26 declined: attention's Q K^T ran on
+ *   AVX512-BF16 at the amx level);
  * - acc row-major with unit column stride, M from 16, any N: 16 x 16 tiles over the first M / 16
  *   x N / 16 of them (2 x 2 blocks), then the last M % 16 rows and N % 16 columns with tiles of
  *   that many rows (C, A) and columns (C, B) under configurations of their own. Fewer than 16
@@ -30,11 +33,12 @@
  *   a plan, the path returns 0 unless the process holds it (tl_amx_request, asked once).
  * - bf16: f32 sums per tile step in the instruction's order (pairs of k); denormal inputs read as
  *   zero. int8: int32 arithmetic that wraps (equal to the scalar reference while the result fits).
- * - No allocation, no locks.
+ * - No allocation, no locks; the stack holds one 32 KiB staged chunk of a transposed b.
  */
 #include <immintrin.h>
 #include <string.h>
 
+#include "../avx512/transpose_avx512.h"
 #include "../tile_impl.h"
 #include "amx_impl.h"
 
@@ -105,32 +109,11 @@ static void tl_amx_1x1(tl_amx_op op, int64_t ksteps, const char *a, int64_t lda,
   _tile_stored(0, c, ldc);
 }
 
-/* tl_tile_dot's AMX path (see the opening comment). Returns 1 when it did the work. */
-int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
-  tl_amx_op op;
-  if (a->dtype == TL_BF16 && b->dtype == TL_BF16) op = TL_AMX_BF16;
-  else if (a->dtype == TL_I8 && b->dtype == TL_I8) op = TL_AMX_SS;
-  else if (a->dtype == TL_I8 && b->dtype == TL_U8) op = TL_AMX_SU;
-  else if (a->dtype == TL_U8 && b->dtype == TL_I8) op = TL_AMX_US;
-  else if (a->dtype == TL_U8 && b->dtype == TL_U8) op = TL_AMX_UU;
-  else return 0;
-  if (flags & TL_DOT_TRANS_B) return 0;
-  const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1];
-  const int64_t es = op == TL_AMX_BF16 ? 2 : 1, ge = op == TL_AMX_BF16 ? 2 : 4;
-  const int64_t kstep = 64 / es; /* k per A tile: 32 bf16 or 64 int8 */
-  const tl_layout bl = b->layout;
-  if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
-  if (!bl.tiled || bl.vnni != ge || bl.tile_c != 16 || bl.tile_r % kstep) return 0;
-  if (kk % kstep || m < 16 || n == 0 || kk == 0) return 0;
-  if (tl_amx_request(NULL, 0) != 1) return 0;
-  const int accum = (flags & TL_DOT_ACCUMULATE) != 0;
-  const char *pa = (const char *)a->data, *pb = (const char *)b->data;
-  char *pc = (char *)acc->data;
-  const int64_t lda = a->stride[0] * es, ldc = acc->stride[0] * 4;
-  const int64_t tcols = TL_CDIV(n, 16), tile = (int64_t)bl.tile_r * 16 * es; /* bytes per B tile */
-  const int64_t kper = bl.tile_r / kstep;                             /* A-tile steps per B tile */
-  const int64_t kstep_rows = tcols * tile;                            /* bytes to the B tile below */
-  const int64_t ksteps = kk / kstep;
+/* acc (+)= a @ b over tiles: b's tiles from pb (tile bytes per B tile of kper A-tile steps,
+ * the tile below in k kstep_rows bytes later), ksteps A-tile steps; m >= 1, n >= 1 (see the
+ * opening comment for the order and the configurations). Leaves the tiles configured. */
+static void tl_amx_grid(tl_amx_op op, int64_t m, int64_t n, int64_t ksteps, const char *pa, int64_t lda, const char *pb,
+                        int64_t tile, int64_t kper, int64_t kstep_rows, char *pc, int64_t ldc, int accum) {
   /* full 16 x 16 tiles: 2 x 2 blocks, then the 16-row / 16-column strips past them */
   const int64_t mf = m / 16 * 16, nf = n / 16 * 16, mt = m - mf, nt = n - nf;
   if (mf > 0 && nf > 0) tl_amx_config(16, 64);
@@ -168,6 +151,71 @@ int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
       tl_amx_1x1(op, ksteps, pa + mf * lda, lda, pb + (nf / 16) * tile, kper, kstep_rows, pc + mf * ldc + nf * 4, ldc,
                  accum);
     }
+  }
+}
+
+/* TL_DOT_TRANS_B's b staged per chunk: at most TL_AMX_BT_COLS columns of the product by
+ * TL_AMX_BT_BYTES / (TL_AMX_BT_COLS x element size) k (128 bf16, 256 int8: 32 KiB of stack). */
+#define TL_AMX_BT_COLS 128
+#define TL_AMX_BT_BYTES 32768
+
+/* Stages columns [j0, j0 + nc) and k [k0, k0 + kc) of the product's b = b^T (b [N, K] with unit
+ * column stride: its rows are the product's columns, contiguous along k) into AMX B tiles, the
+ * tiled layout tile_r = kc, tile_c 16: tile t (columns j0 + 16t ..) is kc / (4 / es) rows of 64
+ * bytes, row g holding dword g (a pair of bf16 / a quad of int8 along k) of each of its 16
+ * columns, zero past nc. kc * es is a multiple of 64: one 16 x 16 dword transpose per 1 KiB. */
+static __attribute__((target("avx512f"))) void tl_amx_stage_bt(char *buf, const tl_ref *b, int64_t es, int64_t j0,
+                                                                int64_t nc, int64_t k0, int64_t kc) {
+  const int64_t ldb = b->stride[0] * es, tile = kc * 16 * es, groups = kc * es / 4;
+  const char *base = (const char *)b->data + j0 * ldb + k0 * es;
+  for (int64_t t = 0; t < TL_CDIV(nc, 16); t++)
+    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+      __m512i v[16];
+      for (int64_t r = 0; r < 16; r++)
+        v[r] = 16 * t + r < nc ? _mm512_loadu_si512(base + (16 * t + r) * ldb + g0 * 4) : _mm512_setzero_si512();
+      tl_t16_epi32(v);
+      for (int g = 0; g < 16; g++) _mm512_storeu_si512(buf + t * tile + (g0 + g) * 64, v[g]);
+    }
+}
+
+/* tl_tile_dot's AMX path (see the opening comment). Returns 1 when it did the work. */
+int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  tl_amx_op op;
+  if (a->dtype == TL_BF16 && b->dtype == TL_BF16) op = TL_AMX_BF16;
+  else if (a->dtype == TL_I8 && b->dtype == TL_I8) op = TL_AMX_SS;
+  else if (a->dtype == TL_I8 && b->dtype == TL_U8) op = TL_AMX_SU;
+  else if (a->dtype == TL_U8 && b->dtype == TL_I8) op = TL_AMX_US;
+  else if (a->dtype == TL_U8 && b->dtype == TL_U8) op = TL_AMX_UU;
+  else return 0;
+  const int tb = (flags & TL_DOT_TRANS_B) != 0;
+  const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1];
+  const int64_t es = op == TL_AMX_BF16 ? 2 : 1, ge = op == TL_AMX_BF16 ? 2 : 4;
+  const int64_t kstep = 64 / es; /* k per A tile: 32 bf16 or 64 int8 */
+  const tl_layout bl = b->layout;
+  if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
+  if (tb ? bl.tiled || b->stride[1] != 1 : !bl.tiled || bl.vnni != ge || bl.tile_c != 16 || bl.tile_r % kstep) return 0;
+  if (kk % kstep || m < 16 || n == 0 || kk == 0) return 0;
+  if (tl_amx_request(NULL, 0) != 1) return 0;
+  const int accum = (flags & TL_DOT_ACCUMULATE) != 0;
+  const char *pa = (const char *)a->data;
+  char *pc = (char *)acc->data;
+  const int64_t lda = a->stride[0] * es, ldc = acc->stride[0] * 4;
+  if (tb) {
+    _Alignas(64) char buf[TL_AMX_BT_BYTES];
+    const int64_t kc_max = TL_AMX_BT_BYTES / (TL_AMX_BT_COLS * es);
+    for (int64_t j0 = 0; j0 < n; j0 += TL_AMX_BT_COLS) {
+      const int64_t nc = TL_MIN(TL_AMX_BT_COLS, n - j0);
+      for (int64_t k0 = 0; k0 < kk; k0 += kc_max) {
+        const int64_t kc = TL_MIN(kc_max, kk - k0), tile = kc * 16 * es;
+        tl_amx_stage_bt(buf, b, es, j0, nc, k0, kc);
+        tl_amx_grid(op, m, nc, kc / kstep, pa + k0 * es, lda, buf, tile, kc / kstep, TL_CDIV(nc, 16) * tile,
+                    pc + j0 * 4, ldc, accum || k0 > 0);
+      }
+    }
+  } else {
+    const int64_t tile = (int64_t)bl.tile_r * 16 * es; /* bytes per B tile */
+    tl_amx_grid(op, m, n, kk / kstep, pa, lda, (const char *)b->data, tile, bl.tile_r / kstep,
+                TL_CDIV(n, 16) * tile, pc, ldc, accum);
   }
   _tile_release();
   return 1;

@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "../avx512/transpose_avx512.h"
 #include "../tile_impl.h"
 
 /* Blocking: TL_BF_MR rows x TL_BF_NR columns of acc in 16 zmm registers. A staged b panel is
@@ -525,34 +526,6 @@ static void tl_bf_stage_b(char *buf, const tl_ref *b, int tb, int64_t k0, int64_
   }
 }
 
-/* 16 x 16 transpose of dwords: row r of the result is dword r of every v[0..15]. */
-static inline void tl_bf_t16(__m512i *v) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  /* v[4q + x] holds dword x of the 128-bit lanes of rows 4q..4q+3: regroup the 128-bit lanes */
-  for (int i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_i32x4(v[i], v[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_i32x4(v[i], v[i + 4], 0xDD);
-    t[i + 8] = _mm512_shuffle_i32x4(v[i + 8], v[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_i32x4(v[i + 8], v[i + 12], 0xDD);
-  }
-  for (int i = 0; i < 4; i++) {
-    v[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-    v[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xDD);
-    v[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
-    v[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xDD);
-  }
-}
-
 /* tl_bf_stage_b for TL_DOT_TRANS_B with unit column stride (b^T rows, e.g. the keys of attention,
  * are contiguous along k): a group of k (a pair of bf16, a quad of int8) is one dword of a row of
  * b^T, so the panel is a dword transpose, done 16 x 16 at a time; bytes past kc and columns past
@@ -567,7 +540,7 @@ static void tl_bf_stage_bt(char *buf, const tl_ref *b, int64_t k0, int64_t kc, i
       __m512i v[16];
       for (int r = 0; r < 16; r++)
         v[r] = jj + r < nr ? _mm512_maskz_loadu_epi8(bm, base + (jj + r) * ldb + g0 * 4) : _mm512_setzero_si512();
-      tl_bf_t16(v);
+      tl_t16_epi32(v);
       const int64_t ng = groups - g0 < 16 ? groups - g0 : 16;
       for (int64_t g = 0; g < ng; g++) _mm512_storeu_si512(buf + ((g0 + g) * TL_BF_NR + jj) * 4, v[g]);
     }
