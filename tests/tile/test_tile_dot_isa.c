@@ -151,7 +151,7 @@ static int claims(tl_isa isa, const dot_case *c) {
   case TL_ISA_AMX: {
     if (c->ta == TL_F32 || c->bkind == B_ROW) return 0;
     int ks = c->ta == TL_BF16 ? 32 : 64, v = c->ta == TL_BF16 ? 2 : 4;
-    return (c->bkind == B_TRANS || (c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0)) && c->k % ks == 0 &&
+    return (c->bkind == B_TRANS || (c->vnni == v && c->tile_c == 16 && c->tile_r % ks == 0)) && c->k % v == 0 &&
            c->m >= 16 && c->n && c->k;
   }
   default: return 1;
@@ -206,14 +206,17 @@ static void run_amx_emu(const dot_case *c, test_rng *rng) {
   CHECK(!amx_emu.fault[0], "%s: %s", what, amx_emu.fault);
   if (took) {
     /* one configuration per tile shape present (whole tiles, the N edge beside them, the M edge
-     * below them, the corner), per chunk of a transposed b (128 columns x 32 KiB) */
+     * below them, the corner) for the whole tile steps and again for the K edge, per chunk of a
+     * transposed b (128 columns x 32 KiB) */
     int shapes = 0;
-    const int64_t cols = c->bkind == B_TRANS ? 128 : c->n, es = c->ta == TL_BF16 ? 2 : 1;
-    const int64_t kchunks = c->bkind == B_TRANS ? TL_CDIV(c->k, 32768 / (128 * es)) : 1;
-    for (int64_t j0 = 0; j0 < c->n; j0 += cols) {
-      const int64_t nc = TL_MIN(cols, c->n - j0), mf = c->m / 16, nf = nc / 16, mt = c->m % 16, nt = nc % 16;
-      shapes += (int)kchunks * ((mf && nf) + (mf && nt) + (mt && nf) + (mt && nt));
-    }
+    const int64_t cols = c->bkind == B_TRANS ? 128 : c->n, es = c->ta == TL_BF16 ? 2 : 1, ks = 64 / es;
+    const int64_t kcm = c->bkind == B_TRANS ? 32768 / (128 * es) : c->k;
+    for (int64_t j0 = 0; j0 < c->n; j0 += cols)
+      for (int64_t k0 = 0; k0 < c->k; k0 += kcm) {
+        const int64_t nc = TL_MIN(cols, c->n - j0), mf = c->m / 16, nf = nc / 16, mt = c->m % 16, nt = nc % 16;
+        const int64_t kc = TL_MIN(kcm, c->k - k0), passes = (kc >= ks) + (kc % ks != 0);
+        shapes += (int)passes * ((mf && nf) + (mf && nt) + (mt && nf) + (mt && nt));
+      }
     CHECK(amx_emu.loads == shapes && amx_emu.releases == 1 && !amx_emu.configured,
           "%s: %d configurations loaded (want %d), %d releases, configured at return %d", what, amx_emu.loads, shapes,
           amx_emu.releases, amx_emu.configured);
@@ -549,7 +552,8 @@ static void test_amx_emulated(void) {
       if (c.m == 0 || test_rng_int(&rng, 0, 1)) c.m += test_rng_int(&rng, 1, 15); /* below 16: declined */
       if (c.n == 0 || test_rng_int(&rng, 0, 1)) c.n += test_rng_int(&rng, 1, 15);
       c.tile_r = ks * (int)test_rng_int(&rng, 1, 4);
-      c.k = ks * test_rng_int(&rng, 1, 7);
+      c.k = ks * test_rng_int(&rng, 0, 7); /* and a K edge of whole pairs / quads in half the cases */
+      if (c.k == 0 || test_rng_int(&rng, 0, 1)) c.k += v * test_rng_int(&rng, 1, ks / v - 1);
       c.pad_a = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 40);
       c.pad_c = test_rng_int(&rng, 0, 1) * test_rng_int(&rng, 1, 9);
       run_amx_emu(&c, &rng);
@@ -561,16 +565,16 @@ static void test_amx_emulated(void) {
       if (r % 4 == 0) c.n += 128, c.k += 2 * ks;
       run_amx_emu(&c, &rng);
     }
-    /* outside the contract: K off the tile steps (b tiled or transposed), M below 16, another B
-     * layout, b row-major, f32 */
+    /* outside the contract: K off whole pairs / quads (b tiled or transposed), M below 16,
+     * another B layout, b row-major, f32 */
     const dot_case off[] = {
-        {.m = 17, .n = 32, .k = ks + v, .tile_r = ks, .tile_c = 16, .vnni = v},
-        {.m = 32, .n = 32, .k = ks / 2, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 17, .n = 32, .k = ks + v - 1, .tile_r = ks, .tile_c = 16, .vnni = v},
+        {.m = 32, .n = 32, .k = v - 1, .tile_r = ks, .tile_c = 16, .vnni = v},
         {.m = 15, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = v},
         {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks, .tile_c = 32, .vnni = v},
         {.m = 32, .n = 32, .k = 2 * ks, .tile_r = ks + v, .tile_c = 16, .vnni = v},
         {.m = 32, .n = 32, .k = ks, .tile_r = ks, .tile_c = 16, .vnni = 1},
-        {.m = 32, .n = 32, .k = ks / 2, .bkind = B_TRANS},
+        {.m = 32, .n = 32, .k = ks / 2 + 1, .bkind = B_TRANS},
         {.m = 32, .n = 32, .k = ks, .bkind = B_ROW},
     };
     for (size_t i = 0; i < TL_ARRAY_LEN(off); i++) {

@@ -3,9 +3,11 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles what maps onto
  * AMX tiles:
- * - a row-major with unit column stride (any row stride: TILELOADD takes it), K a multiple of
- *   32 (bf16) or 64 (int8), so every A tile row is 64 bytes of a (a K tail would need a tile of
- *   fewer bytes a row and its B tile of fewer rows, under a configuration of their own: not done);
+ * - a row-major with unit column stride (any row stride: TILELOADD takes it), K whole pairs
+ *   (bf16) / quads (int8): the tile steps of 32 / 64 k, then the K edge in one step of A tiles
+ *   of fewer bytes a row and B tiles of fewer rows, under configurations of their own, over the
+ *   sums the first pass stored (until 2026-11-26 K had to be a multiple of 32 / 64: attention's
+ *   Q K^T at D = 80 ran on AVX512-BF16);
  * - b tiled in the AMX B layout: vnni 2 (bf16) / 4 (int8), tile_c 16, tile_r a multiple of 32
  *   (bf16) / 64 (int8), read in place; or TL_DOT_TRANS_B with unit column stride (b [N, K]:
  *   attention's keys), staged into that layout on the stack, TL_AMX_BT_COLS columns by 32 KiB
@@ -23,7 +25,8 @@
  *
  * Invariants:
  * - The tile configuration (palette 1, tl_amx_config in amx_impl.h) is loaded before the full
- *   tiles and again for each edge shape, by every call that takes the work; TILERELEASE ends it.
+ *   tiles and again for each edge shape (M, N, K), by every call that takes the work;
+ *   TILERELEASE ends it.
  * - Tiles: 0-3 accumulators C[r][c], 4-5 A tiles, 6-7 B tiles. Nothing outside acc's M x N, a's
  *   M x K and b's valid columns is loaded or stored (B's padding columns are not loaded at the
  *   N edge).
@@ -110,13 +113,15 @@ static void tl_amx_1x1(tl_amx_op op, int64_t ksteps, const char *a, int64_t lda,
 }
 
 /* acc (+)= a @ b over tiles: b's tiles from pb (tile bytes per B tile of kper A-tile steps,
- * the tile below in k kstep_rows bytes later), ksteps A-tile steps; m >= 1, n >= 1 (see the
- * opening comment for the order and the configurations). Leaves the tiles configured. */
-static void tl_amx_grid(tl_amx_op op, int64_t m, int64_t n, int64_t ksteps, const char *pa, int64_t lda, const char *pb,
-                        int64_t tile, int64_t kper, int64_t kstep_rows, char *pc, int64_t ldc, int accum) {
+ * the tile below in k kstep_rows bytes later), ksteps A-tile steps of kb bytes of a row of a
+ * (64, or the K edge's fewer in one step); m >= 1, n >= 1 (see the opening comment for the
+ * order and the configurations). Leaves the tiles configured. */
+static void tl_amx_grid(tl_amx_op op, int64_t m, int64_t n, int64_t ksteps, int kb, const char *pa, int64_t lda,
+                        const char *pb, int64_t tile, int64_t kper, int64_t kstep_rows, char *pc, int64_t ldc,
+                        int accum) {
   /* full 16 x 16 tiles: 2 x 2 blocks, then the 16-row / 16-column strips past them */
   const int64_t mf = m / 16 * 16, nf = n / 16 * 16, mt = m - mf, nt = n - nf;
-  if (mf > 0 && nf > 0) tl_amx_config(16, 64);
+  if (mf > 0 && nf > 0) tl_amx_config(16, 64, kb);
   int64_t i0 = 0;
   for (; i0 + 32 <= mf; i0 += 32) {
     int64_t j0 = 0;
@@ -136,22 +141,34 @@ static void tl_amx_grid(tl_amx_op op, int64_t m, int64_t n, int64_t ksteps, cons
    * x 4 bytes a row: the B tile's padding columns are never loaded), the last mt < 16 rows (C
    * and A tiles of mt rows), and their corner */
   if (nt > 0 && mf > 0) {
-    tl_amx_config(16, (int)nt * 4);
+    tl_amx_config(16, (int)nt * 4, kb);
     for (int64_t r = 0; r < mf; r += 16)
       tl_amx_1x1(op, ksteps, pa + r * lda, lda, pb + (nf / 16) * tile, kper, kstep_rows, pc + r * ldc + nf * 4, ldc,
                  accum);
   }
   if (mt > 0) {
-    if (nf > 0) tl_amx_config((int)mt, 64);
+    if (nf > 0) tl_amx_config((int)mt, 64, kb);
     for (int64_t j0 = 0; j0 < nf; j0 += 16)
       tl_amx_1x1(op, ksteps, pa + mf * lda, lda, pb + (j0 / 16) * tile, kper, kstep_rows, pc + mf * ldc + j0 * 4, ldc,
                  accum);
     if (nt > 0) {
-      tl_amx_config((int)mt, (int)nt * 4);
+      tl_amx_config((int)mt, (int)nt * 4, kb);
       tl_amx_1x1(op, ksteps, pa + mf * lda, lda, pb + (nf / 16) * tile, kper, kstep_rows, pc + mf * ldc + nf * 4, ldc,
                  accum);
     }
   }
+}
+
+/* tl_amx_grid over kk (a multiple of 4 / es): the whole tile steps, then the K edge's kk %
+ * kstep in one step of fewer bytes of a (and rows of b) under configurations of their own,
+ * accumulating over what the first pass stored. */
+static void tl_amx_run(tl_amx_op op, int64_t m, int64_t n, int64_t kk, int64_t es, const char *pa, int64_t lda,
+                       const char *pb, int64_t tile, int64_t kper, int64_t kstep_rows, char *pc, int64_t ldc, int accum) {
+  const int64_t kstep = 64 / es, kf = kk / kstep, kt = kk % kstep;
+  if (kf > 0) tl_amx_grid(op, m, n, kf, 64, pa, lda, pb, tile, kper, kstep_rows, pc, ldc, accum);
+  if (kt > 0)
+    tl_amx_grid(op, m, n, 1, (int)(kt * es), pa + kf * 64, lda, pb + (kf / kper) * kstep_rows + (kf % kper) * 1024,
+                tile, kper, kstep_rows, pc, ldc, accum || kf > 0);
 }
 
 /* TL_DOT_TRANS_B's b staged per chunk: at most TL_AMX_BT_COLS columns of the product by
@@ -161,18 +178,21 @@ static void tl_amx_grid(tl_amx_op op, int64_t m, int64_t n, int64_t ksteps, cons
 
 /* Stages columns [j0, j0 + nc) and k [k0, k0 + kc) of the product's b = b^T (b [N, K] with unit
  * column stride: its rows are the product's columns, contiguous along k) into AMX B tiles, the
- * tiled layout tile_r = kc, tile_c 16: tile t (columns j0 + 16t ..) is kc / (4 / es) rows of 64
- * bytes, row g holding dword g (a pair of bf16 / a quad of int8 along k) of each of its 16
- * columns, zero past nc. kc * es is a multiple of 64: one 16 x 16 dword transpose per 1 KiB. */
-static __attribute__((target("avx512f"))) void tl_amx_stage_bt(char *buf, const tl_ref *b, int64_t es, int64_t j0,
+ * tiled layout tile_r = kc rounded up to the tile step, tile_c 16: tile t (columns j0 + 16t ..)
+ * is rows of 64 bytes, row g holding dword g (a pair of bf16 / a quad of int8 along k) of each
+ * of its 16 columns, zero past nc and past kc (kc * es a multiple of 4). One 16 x 16 dword
+ * transpose per 1 KiB. */
+static __attribute__((target("avx512f,avx512bw"))) void tl_amx_stage_bt(char *buf, const tl_ref *b, int64_t es, int64_t j0,
                                                                 int64_t nc, int64_t k0, int64_t kc) {
-  const int64_t ldb = b->stride[0] * es, tile = kc * 16 * es, groups = kc * es / 4;
+  const int64_t ldb = b->stride[0] * es, groups = kc * es / 4, rows = TL_CDIV(groups, 16) * 16, tile = rows * 64;
   const char *base = (const char *)b->data + j0 * ldb + k0 * es;
   for (int64_t t = 0; t < TL_CDIV(nc, 16); t++)
-    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+    for (int64_t g0 = 0; g0 < rows; g0 += 16) {
+      const int64_t left = (groups - g0) * 4; /* bytes of k left: the K edge loads under a mask */
+      const __mmask64 km = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
       __m512i v[16];
       for (int64_t r = 0; r < 16; r++)
-        v[r] = 16 * t + r < nc ? _mm512_loadu_si512(base + (16 * t + r) * ldb + g0 * 4) : _mm512_setzero_si512();
+        v[r] = 16 * t + r < nc ? _mm512_maskz_loadu_epi8(km, base + (16 * t + r) * ldb + g0 * 4) : _mm512_setzero_si512();
       tl_t16_epi32(v);
       for (int g = 0; g < 16; g++) _mm512_storeu_si512(buf + t * tile + (g0 + g) * 64, v[g]);
     }
@@ -194,7 +214,7 @@ int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   const tl_layout bl = b->layout;
   if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
   if (tb ? bl.tiled || b->stride[1] != 1 : !bl.tiled || bl.vnni != ge || bl.tile_c != 16 || bl.tile_r % kstep) return 0;
-  if (kk % kstep || m < 16 || n == 0 || kk == 0) return 0;
+  if (kk * es % 4 || m < 16 || n == 0 || kk == 0) return 0;
   if (tl_amx_request(NULL, 0) != 1) return 0;
   const int accum = (flags & TL_DOT_ACCUMULATE) != 0;
   const char *pa = (const char *)a->data;
@@ -206,16 +226,16 @@ int tl_amx_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_AMX_BT_COLS) {
       const int64_t nc = TL_MIN(TL_AMX_BT_COLS, n - j0);
       for (int64_t k0 = 0; k0 < kk; k0 += kc_max) {
-        const int64_t kc = TL_MIN(kc_max, kk - k0), tile = kc * 16 * es;
+        const int64_t kc = TL_MIN(kc_max, kk - k0), kpad = TL_CDIV(kc, kstep) * kstep, tile = kpad * 16 * es;
         tl_amx_stage_bt(buf, b, es, j0, nc, k0, kc);
-        tl_amx_grid(op, m, nc, kc / kstep, pa + k0 * es, lda, buf, tile, kc / kstep, TL_CDIV(nc, 16) * tile,
-                    pc + j0 * 4, ldc, accum || k0 > 0);
+        tl_amx_run(op, m, nc, kc, es, pa + k0 * es, lda, buf, tile, kpad / kstep, TL_CDIV(nc, 16) * tile, pc + j0 * 4,
+                   ldc, accum || k0 > 0);
       }
     }
   } else {
     const int64_t tile = (int64_t)bl.tile_r * 16 * es; /* bytes per B tile */
-    tl_amx_grid(op, m, n, kk / kstep, pa, lda, (const char *)b->data, tile, bl.tile_r / kstep,
-                TL_CDIV(n, 16) * tile, pc, ldc, accum);
+    tl_amx_run(op, m, n, kk, es, pa, lda, (const char *)b->data, tile, bl.tile_r / kstep, TL_CDIV(n, 16) * tile, pc,
+               ldc, accum);
   }
   _tile_release();
   return 1;

@@ -47,7 +47,7 @@ static void tl_probe_amx_load(const void *src) {
 
 /* iters steps of four independent TDPBF16PS. */
 static double tl_probe_amx_bf16(int64_t iters) {
-  tl_amx_config(16, 64);
+  tl_amx_config(16, 64, 64);
   tl_probe_amx_load(tl_probe_amx_bf16_ones);
   for (int64_t i = 0; i < iters; i++) {
     _tile_dpbf16ps(0, 4, 6);
@@ -61,7 +61,7 @@ static double tl_probe_amx_bf16(int64_t iters) {
 
 /* iters steps of four independent TDPBSSD. */
 static double tl_probe_amx_int8(int64_t iters) {
-  tl_amx_config(16, 64);
+  tl_amx_config(16, 64, 64);
   tl_probe_amx_load(tl_probe_amx_i8_ones);
   for (int64_t i = 0; i < iters; i++) {
     _tile_dpbssd(0, 4, 6);
