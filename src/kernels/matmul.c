@@ -377,11 +377,16 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
   }
-  /* bf16 / int8 a at the edges of a packed b: in place too below AMX (its tiles want whole
-   * groups of 16 rows and 32 / 64 k; the AVX512-BF16 / VNNI dot reads a's k tail element by
-   * element): 1000^3 staged every a block, its one K block of 1000 rows padded to 1024 */
+  /* bf16 / int8 a at the edges of a packed b: in place too (the AVX512-BF16 / VNNI dot reads
+   * a's k tail element by element): 1000^3 staged every a block, its one K block of 1000 rows
+   * padded to 1024. At the amx level only with K in whole pairs / quads, which the AMX dot's K
+   * edge needs (else a is staged, zero-padded): until 2026-11-26 never there, the AMX dot then
+   * taking whole tiles only (emulated amx level, multiply-adds on AMX, 1000^3 104% -> 100.8%;
+   * 1023^3 staged as before, 100.3%; it would be 50% bf16 / 0% int8 in place) */
+  const int64_t grp = da == TL_BF16 ? 2 : 4;
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
-             (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1 : r->packed && info.isa < TL_ISA_AMX);
+             (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
+                           : r->packed && (info.isa < TL_ISA_AMX || bd->K % grp == 0));
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];
