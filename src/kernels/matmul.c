@@ -420,9 +420,10 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
        * prefetches its own next panel, and a's blocks measured no gain */
       bd->in[n].prefetch = 1;
     }
-    /* bf16 b read in place (up to 16 rows of a): its rows are a row stride apart too, and the
-     * dot's kernel prefetches nothing (2 threads, alternating builds: 16x4096x4096 3.16 -> 2.71
-     * ms, 8x4096x4096 2.16 -> 1.83, 16x11008x4096 7.6 -> 6.9, 1x1024x1024 112 -> 95 us). Not int8
+    /* bf16 b read in place (up to 16 rows of a): its rows are a row stride apart too (2
+     * threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 -> 1.83,
+     * 16x11008x4096 7.6 -> 6.9, 1x1024x1024 112 -> 95 us, issued whole before each step; the
+     * row-major kernel has issued them through its k loop since 2026-11-26, tl_bf_rm). Not int8
      * (1-2 rows in place: 10-30% slower with it, 2x2048x2048 178 -> 252 us) */
     if (da == TL_BF16 && bd->K > 0 && !r->stream) bd->in[n].prefetch = 1;
     bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);

@@ -425,33 +425,16 @@ int64_t tl_stage_pump(const tl_prog *p, int64_t bytes) {
  * buffers a core has; instead the executor queues the rows (per worker thread) and the tile ops
  * drain the queue as they compute (tl_prefetch_pump), spreading them over the step. What the
  * body left is issued when it returns. */
-#define TL_PFQ_REGIONS 8
-typedef struct tl_pfq {
-  int n, r;               /* regions queued, the current one */
-  int64_t row, off, left; /* position in region r; lines left in all */
-  struct {
-    const char *p; /* row 0's first byte */
-    int64_t rows, len, rs; /* each row's bytes: from its first byte's line to its last's */
-  } reg[TL_PFQ_REGIONS];
-} tl_pfq;
 static _Thread_local tl_pfq tl_pf_q;
 
 /* See runtime_impl.h. */
 int64_t tl_prefetch_pending(void) { return tl_pf_q.left; }
 
 /* See runtime_impl.h. */
-void tl_prefetch_pump(int64_t lines) {
-  tl_pfq *q = &tl_pf_q;
-  for (; lines > 0 && q->left > 0; lines--, q->left--) {
-    const char *row = q->reg[q->r].p + q->row * q->reg[q->r].rs;
-    const int64_t mis = (int64_t)((uintptr_t)row & 63);
-    __builtin_prefetch(row - mis + q->off, 0, 2); /* into L2: the block is used from the next step on */
-    if ((q->off += 64) >= q->reg[q->r].len + mis) {
-      q->off = 0;
-      if (++q->row == q->reg[q->r].rows) q->row = 0, q->r++;
-    }
-  }
-}
+tl_pfq *tl_prefetch_queue(void) { return &tl_pf_q; }
+
+/* See runtime_impl.h. */
+void tl_prefetch_pump(int64_t lines) { tl_prefetch_pump_q(&tl_pf_q, lines); }
 
 /* Queues (or, past TL_PFQ_REGIONS slabs, prefetches at once) the rows of the next step's input
  * blocks whose spec asks for it. */

@@ -116,7 +116,36 @@ const tl_prog *tl_prog_current(void);
 tl_isa tl_prog_isa(const tl_prog *p);
 /* Cache lines of the next step's input blocks (specs with prefetch = 1) still queued on this
  * thread, and tl_prefetch_pump issuing up to `lines` of them (prefetcht1): the tile ops call it
- * between pieces of their work, so the next block arrives during this step. */
+ * between pieces of their work (or tl_prefetch_pump_q inside their loops, below), so the next
+ * block arrives during this step. */
 int64_t tl_prefetch_pending(void);
 void tl_prefetch_pump(int64_t lines);
+
+/* The queue behind them: up to TL_PFQ_REGIONS runs of rows (one per slab of a block), walked
+ * line by line. */
+#define TL_PFQ_REGIONS 8
+typedef struct tl_pfq {
+  int n, r;               /* regions queued, the current one */
+  int64_t row, off, left; /* position in region r; lines left in all */
+  struct {
+    const char *p;         /* row 0's first byte */
+    int64_t rows, len, rs; /* each row's bytes: from its first byte's line to its last's */
+  } reg[TL_PFQ_REGIONS];
+} tl_pfq;
+
+/* This thread's queue, for a kernel that pumps it between iterations of its own loop with
+ * tl_prefetch_pump_q: a call there (tl_prefetch_pump, or a thread-local's address in a PIC
+ * build) would clobber the vector registers holding its accumulators, all caller-saved. */
+tl_pfq *tl_prefetch_queue(void);
+static inline __attribute__((always_inline)) void tl_prefetch_pump_q(tl_pfq *q, int64_t lines) {
+  for (; lines > 0 && q->left > 0; lines--, q->left--) {
+    const char *row = q->reg[q->r].p + q->row * q->reg[q->r].rs;
+    const int64_t mis = (int64_t)((uintptr_t)row & 63);
+    __builtin_prefetch(row - mis + q->off, 0, 2); /* into L2: the block is used from the next step on */
+    if ((q->off += 64) >= q->reg[q->r].len + mis) {
+      q->off = 0;
+      if (++q->row == q->reg[q->r].rows) q->row = 0, q->r++;
+    }
+  }
+}
 #endif /* TL_RUNTIME_IMPL_H */
