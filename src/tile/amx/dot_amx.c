@@ -18,8 +18,8 @@
  *   that many rows (C, A) and columns (C, B) under configurations of their own. Fewer than 16
  *   rows are left to the AVX512-BF16 / VNNI dots (a skinny product waits on b, and what tiles of
  *   a few rows cost on AMX was not measured: no AMX here). Until
- *   2026-11-26 M and N had to be multiples of 16: in tl_matmul at the amx level (emulated, see
- *   below) bf16 100x1024x1024 then ran none of its products on AMX, 200x1024x1024 48%,
+ *   2026-11-26 M and N had to be multiples of 16: in tl_matmul at the amx level (emulated:
+ *   docs/kernels.md) bf16 100x1024x1024 then ran none of its products on AMX, 200x1024x1024 48%,
  *   300x512x512 32%, int8 200x1024x1024 none.
  * Anything else returns 0 and the AVX512-BF16 / VNNI path below takes it.
  *
@@ -30,8 +30,10 @@
  * - Tiles: 0-3 accumulators C[r][c], 4-5 A tiles, 6-7 B tiles. Nothing outside acc's M x N, a's
  *   M x K and b's valid columns is loaded or stored (B's padding columns are not loaded at the
  *   N edge).
- * - acc is read (TILELOADD) only with TL_DOT_ACCUMULATE, else the accumulators start at zero;
- *   each C tile is stored once after the whole K.
+ * - acc's incoming values are read (TILELOADD) only with TL_DOT_ACCUMULATE, else the
+ *   accumulators start at zero; each C tile is stored once per pass over k (the tile steps, the
+ *   K edge, each k chunk of a transposed b), and a later pass reads back what the one before
+ *   stored.
  * - AMX permission: the context asks for it (tl_ctx_need_amx); as a safety net for calls outside
  *   a plan, the path returns 0 unless the process holds it (tl_amx_request, asked once).
  * - bf16: f32 sums per tile step in the instruction's order (pairs of k); denormal inputs read as
