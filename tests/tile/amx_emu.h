@@ -218,4 +218,19 @@ static inline int amx_emu_enable(void) {
   return 1;
 }
 
+/* For a test's ISA loop under amx_emu_enable: whether ctx runs the amx level (not under a
+ * TILEC_ISA cap below it). */
+static inline int amx_emu_runs(const tl_ctx *ctx) {
+  tl_ctx_info info;
+  return tl_ctx_info_get(ctx, &info) == TL_OK && info.isa == TL_ISA_AMX;
+}
+
+/* After the loop, when the amx level ran: whether it issued tile products and broke no rule
+ * (printing the count, and the first faults as they happened). */
+static inline int amx_emu_level_ok(void) {
+  fprintf(stderr, "  amx emulation: %ld tile products, %ld rule violations\n", (long)amx_emu_products,
+          (long)amx_emu_faults);
+  return amx_emu_products > 0 && amx_emu_faults == 0;
+}
+
 #endif /* TL_AMX_EMU_H */
