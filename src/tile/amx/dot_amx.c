@@ -184,20 +184,10 @@ static void tl_amx_run(tl_amx_op op, int64_t m, int64_t n, int64_t kk, int64_t e
  * is rows of 64 bytes, row g holding dword g (a pair of bf16 / a quad of int8 along k) of each
  * of its 16 columns, zero past nc and past kc (kc * es a multiple of 4). One 16 x 16 dword
  * transpose per 1 KiB. */
-static __attribute__((target("avx512f,avx512bw"))) void tl_amx_stage_bt(char *buf, const tl_ref *b, int64_t es, int64_t j0,
-                                                                int64_t nc, int64_t k0, int64_t kc) {
-  const int64_t ldb = b->stride[0] * es, groups = kc * es / 4, rows = TL_CDIV(groups, 16) * 16, tile = rows * 64;
-  const char *base = (const char *)b->data + j0 * ldb + k0 * es;
-  for (int64_t t = 0; t < TL_CDIV(nc, 16); t++)
-    for (int64_t g0 = 0; g0 < rows; g0 += 16) {
-      const int64_t left = (groups - g0) * 4; /* bytes of k left: the K edge loads under a mask */
-      const __mmask64 km = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-      __m512i v[16];
-      for (int64_t r = 0; r < 16; r++)
-        v[r] = 16 * t + r < nc ? _mm512_maskz_loadu_epi8(km, base + (16 * t + r) * ldb + g0 * 4) : _mm512_setzero_si512();
-      tl_t16_epi32(v);
-      for (int g = 0; g < 16; g++) _mm512_storeu_si512(buf + t * tile + (g0 + g) * 64, v[g]);
-    }
+static void tl_amx_stage_bt(char *buf, const tl_ref *b, int64_t es, int64_t j0, int64_t nc, int64_t k0, int64_t kc) {
+  const int64_t ldb = b->stride[0] * es, rows = TL_CDIV(kc * es / 4, 16) * 16;
+  tl_stage_bt_dwords(buf, (const char *)b->data + j0 * ldb + k0 * es, ldb, kc * es, nc, TL_CDIV(nc, 16) * 16, rows,
+                     rows * 64, 64);
 }
 
 /* tl_tile_dot's AMX path (see the opening comment). Returns 1 when it did the work. */

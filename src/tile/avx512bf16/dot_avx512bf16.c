@@ -551,19 +551,9 @@ static void tl_bf_stage_b(char *buf, const tl_ref *b, int tb, int64_t k0, int64_
  * b^T, so the panel is a dword transpose, done 16 x 16 at a time; bytes past kc and columns past
  * nr load as zero. Measured: the element-wise staging took 13% of attention's time. */
 static void tl_bf_stage_bt(char *buf, const tl_ref *b, int64_t k0, int64_t kc, int64_t j0, int64_t nr, int64_t es) {
-  const int64_t ldb = b->stride[0] * es, kb = kc * es, groups = TL_CDIV(kb, 4);
-  const char *base = (const char *)b->data + j0 * ldb + k0 * es;
-  for (int64_t jj = 0; jj < TL_BF_NR; jj += 16)
-    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
-      const int64_t left = kb - g0 * 4;
-      const __mmask64 bm = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-      __m512i v[16];
-      for (int r = 0; r < 16; r++)
-        v[r] = jj + r < nr ? _mm512_maskz_loadu_epi8(bm, base + (jj + r) * ldb + g0 * 4) : _mm512_setzero_si512();
-      tl_t16_epi32(v);
-      const int64_t ng = groups - g0 < 16 ? groups - g0 : 16;
-      for (int64_t g = 0; g < ng; g++) _mm512_storeu_si512(buf + ((g0 + g) * TL_BF_NR + jj) * 4, v[g]);
-    }
+  const int64_t ldb = b->stride[0] * es;
+  tl_stage_bt_dwords(buf, (const char *)b->data + j0 * ldb + k0 * es, ldb, kc * es, nr, TL_BF_NR,
+                     TL_CDIV(kc * es, 4), 64, TL_BF_NR * 4);
 }
 
 /* tl_tile_dot's AVX512-BF16 / VNNI path (see the opening comment). Returns 1 when it did the
