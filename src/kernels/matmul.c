@@ -167,7 +167,7 @@ int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K, int long_k) {
 
 /* See matmul_impl.h. */
 tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K, int long_k) {
-  return (tl_layout){.tiled = 1, .vnni = (uint8_t)(dt == TL_F32 ? 1 : dt == TL_BF16 ? 2 : 4),
+  return (tl_layout){.tiled = 1, .vnni = (uint8_t)tl_mm_vnni(dt),
                      .tile_r = (uint16_t)tl_mm_pack_tile_r(dt, K, long_k), .tile_c = 16};
 }
 
@@ -383,10 +383,9 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
    * edge needs (else a is staged, zero-padded): until 2026-11-26 never there, the AMX dot then
    * taking whole tiles only (emulated amx level, multiply-adds on AMX, 1000^3 104% -> 100.8%;
    * 1023^3 staged as before, 100.3%; it would be 50% bf16 / 0% int8 in place) */
-  const int64_t grp = da == TL_BF16 ? 2 : 4;
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
              (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
-                           : r->packed && (info.isa < TL_ISA_AMX || bd->K % grp == 0));
+                           : r->packed && (info.isa < TL_ISA_AMX || bd->K % tl_mm_vnni(da) == 0));
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];
@@ -413,7 +412,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * 5x11008x4096 3.9 -> 3.1 ms; 3-4 rows within noise); bf16 gains nothing from staging up
      * to 16 rows (3-4 rows 10-25% slower staged, 6-16 within noise) */
     if (tiled_b && bd->K > 0 && bd->M > (da == TL_BF16 ? 16 : 2)) {
-      bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = da == TL_BF16 ? 2 : 4, .tile_r = (uint16_t)BK, .tile_c = 16};
+      bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = (uint8_t)tl_mm_vnni(da), .tile_r = (uint16_t)BK, .tile_c = 16};
       /* the next step's b rows (short runs a row stride apart, which the packer would wait on)
        * are prefetched while this step's dot runs (bf16 128x4096x11008, 2 threads: 36.6 -> 33.3
        * ms, 64x4096x4096 8.2 -> 7.1; int8 128x4096x11008 18.3 -> 17.1); f32 b staged in the dot

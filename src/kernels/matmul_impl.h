@@ -127,6 +127,8 @@ int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b);
 /* The K group of a packed b of dtype dt: its tile rows are multiples of it (16 f32 rows, 32 bf16
  * rows = 16 vnni-2 pairs, 64 int8 rows = 16 vnni-4 quads: whole AMX tiles). */
 static inline int64_t tl_mm_kgroup(tl_dtype dt) { return dt == TL_F32 ? 16 : dt == TL_BF16 ? 32 : 64; }
+/* The vnni group of b for a of dtype dt: k per 32-bit lane (1 f32, 2 bf16, 4 int8). */
+static inline int64_t tl_mm_vnni(tl_dtype dt) { return dt == TL_F32 ? 1 : dt == TL_BF16 ? 2 : 4; }
 /* K rows per tile row of a packed b of dtype dt (f32, bf16, i8, u8) with K rows: the one
  * tl_matmul_pack_b makes (long_k 0) or the per-call packing's (long_k 1: TL_MM_LONG_K). */
 int64_t tl_mm_pack_tile_r(tl_dtype dt, int64_t K, int long_k);

@@ -363,6 +363,9 @@ static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, 
  * alternating, 3-4 rounds per step, b from DRAM): 5x4096x4096 1.81 -> 1.57 ms, 6 rows 1.78 ->
  * 1.54, 7 rows 1.78 -> 1.64, 12 rows 2.31 -> 2.08, 13-15 rows 5-7%, 12x1000x1000 203 -> 174 us;
  * 16x4096x4096 within noise (2.6 ms; 1.46 with b pre-packed). */
+/* tl_bf_rm's panel width for a row block of mr rows (all blocks of a call past 8 rows have 4-7). */
+static inline int64_t tl_bf_rm_width(int64_t mr) { return mr <= 3 ? 128 : mr <= 7 ? 64 : 32; }
+
 static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                      float *c, int64_t ldc, int accum) {
   /* past 8 rows, balanced blocks of at most 7 (64-column panels) rather than 8 and the rest:
@@ -380,14 +383,15 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
    * 5 of 6 to 8 of 8 rounds from 5 rows, 4 of 6 and 6 of 8 at 3 and 4 rows; pre-packed rows
    * unchanged) */
   const int64_t pending = tl_prefetch_pending();
-  const int64_t w1 = m <= 3 ? 128 : m == 8 ? 32 : 64; /* the panels below */
-  const int64_t pq = pending ? TL_CDIV(pending, nb * TL_CDIV(n, w1) * TL_MAX(1, TL_CDIV(kk, 16))) : 0;
+  /* pumps: per row block, panel and 16 k */
+  const int64_t calls = nb * TL_CDIV(n, tl_bf_rm_width(nb == 1 ? m : 7)) * TL_MAX(1, TL_CDIV(kk, 16));
+  const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
   tl_pfq *pfq = pq ? tl_prefetch_queue() : NULL;
   /* (1-2 rows pump nothing: their copies, which the streaming walk of 1-2 rows runs too, stay
    * as they were; with the queue checked in their k loop 1x4096x4096 measured 3-7% slower) */
   for (int64_t i0 = 0, mr, bi = 0; i0 < m; i0 += mr, bi++) {
     mr = nb == 1 ? m : TL_CDIV(m - i0, nb - bi);
-    const int64_t w = mr <= 3 ? 128 : mr <= 7 ? 64 : 32;
+    const int64_t w = tl_bf_rm_width(mr);
     const uint16_t *ai = a + i0 * lda;
     float *ci = c + i0 * ldc;
     for (int64_t j0 = 0; j0 < n; j0 += w) {
