@@ -5,10 +5,10 @@
  * 128x128x512, a and acc rows 2048 floats apart (blocks of 2048-wide matrices), b in 16-column
  * tiles of 512 rows (tl_matmul_pack_b's layout). Each measurement is one tl_call of a one-step kernel on a context capped at
  * the level (threads 1) whose body times `reps` dots; levels and dtypes are interleaved over
- * rounds and the best round is reported, as GFLOP/s (a multiply-add counts 2). A second table:
- * bf16 with b row-major in place (the skinny products' kernel, 1-16 rows of a), M x 512 x 256
- * with b's and acc's rows 4096 elements apart (a block of a 4096-wide matrix), in L2, on the
- * best bf16 level, next to the same product with b in tiles.
+ * rounds and the best round is reported, as GFLOP/s (a multiply-add counts 2). Two more tables:
+ * bf16 and u8 x s8 with b row-major in place (the skinny products' kernels, 1-16 rows of a), M x
+ * 512 x 256 (int8: M x 1024 x 256) with b's and acc's rows 4096 elements apart (a block of a
+ * 4096-wide matrix), in L2, on the best VNNI level, next to the same product with b in tiles.
  *
  *   tilec_bench_tile_dot [rounds]     (default 7)
  */
@@ -56,6 +56,70 @@ static tl_ref make_ref(void *data, tl_dtype dt, int64_t r, int64_t c, tl_layout 
   }
   x.layout = l;
   return x;
+}
+
+/* One skinny table: bf16 M x 512 x 256 or u8 x s8 M x 1024 x 256 (the matmul's K blocks), b
+ * row-major in place with rows 4096 elements apart (a block of a 4096-wide matrix: each row its
+ * own 4 KiB page) against the same b in 16-column tiles, in L2, 1-16 rows, 1 thread. Returns
+ * nonzero on failure (printed). */
+static int rm_table(tl_ctx *ctx, const char *level, tl_dtype da, int rounds) {
+  enum { RN = 256, RLD = 4096 };
+  static const int64_t rms[] = {1, 3, 4, 5, 6, 8, 9, 12, 16};
+  enum { NR = sizeof rms / sizeof rms[0] };
+  const int i8 = da != TL_BF16;
+  const int64_t rk = i8 ? 1024 : 512, es = i8 ? 1 : 2;
+  const tl_dtype db = i8 ? TL_I8 : TL_BF16, dc = i8 ? TL_I32 : TL_F32;
+  char *ra = aligned_alloc(64, (size_t)(es * 16 * rk)), *rb = aligned_alloc(64, (size_t)(es * rk * RLD));
+  char *rt = aligned_alloc(64, (size_t)(es * rk * RN)), *rc = aligned_alloc(64, sizeof(float) * 16 * RLD);
+  if (!ra || !rb || !rt || !rc) {
+    fprintf(stderr, "out of memory\n");
+    free(ra), free(rb), free(rt), free(rc);
+    return 1;
+  }
+  /* bf16: finite values near 1 (0x3C00 + small mantissas); int8: small values */
+  for (int64_t i = 0; i < 16 * rk; i++)
+    if (i8) ra[i] = (char)(i % 7);
+    else ((uint16_t *)ra)[i] = 0x3C00 + (uint16_t)(i % 61);
+  for (int64_t i = 0; i < rk * RLD; i++)
+    if (i8) rb[i] = (char)(i % 5);
+    else ((uint16_t *)rb)[i] = 0x3C00 + (uint16_t)(i % 53);
+  for (int64_t i = 0; i < rk * RN; i++)
+    if (i8) rt[i] = (char)(i % 5);
+    else ((uint16_t *)rt)[i] = 0x3C00 + (uint16_t)(i % 53);
+  memset(rc, 0, sizeof(float) * 16 * RLD);
+  double rbest[NR][2] = {{0}};
+  for (int r = 0; r < rounds; r++)
+    for (int i = 0; i < NR; i++)
+      for (int t = 0; t < 2; t++) {
+        bench_job j;
+        j.a = make_ref(ra, da, rms[i], rk, (tl_layout){0});
+        j.b = t ? make_ref(rt, db, rk, RN, (tl_layout){.tiled = 1, .vnni = (uint8_t)(i8 ? 4 : 2), .tile_r = (uint16_t)rk, .tile_c = 16})
+                : make_ref(rb, db, rk, RN, (tl_layout){0});
+        if (!t) j.b.stride[0] = RLD;
+        j.acc = make_ref(rc, dc, rms[i], RN, (tl_layout){0});
+        j.acc.stride[0] = RLD;
+        const double flop = 2.0 * (double)rms[i] * RN * (double)rk;
+        j.reps = (int64_t)((i8 ? 6e8 : 3e8) / flop);
+        static float din[1], dout[1];
+        int64_t one[1] = {1};
+        tl_tensor x = tl_tensor_make(din, TL_F32, 1, one), y = tl_tensor_make(dout, TL_F32, 1, one);
+        tl_blockspec spec = {.ndim = 1, .block = {1}};
+        tl_kernel k = {.name = "bench_dot_rm", .body = bench_body, .user = &j, .n_in = 1, .in = &spec,
+                       .n_out = 1, .out = &spec};
+        if (tl_call(ctx, &k, &x, &y) != TL_OK) {
+          fprintf(stderr, "%s: %s\n", level, tl_ctx_error(ctx));
+          free(ra), free(rb), free(rt), free(rc);
+          return 1;
+        }
+        const double g = flop * (double)j.reps / j.seconds * 1e-9;
+        if (g > rbest[i][t]) rbest[i][t] = g;
+      }
+  printf("\n%s M x %lld x 256, b row-major in place (rows %d elements apart) and in 16-column tiles, in L2, "
+         "level %s, 1 thread (%s)\n%-6s %18s %10s\n", i8 ? "u8 x s8" : "bf16", (long long)rk, RLD, level,
+         i8 ? "GOP/s" : "GFLOP/s", "rows", "b row-major", "b tiled");
+  for (int i = 0; i < NR; i++) printf("%-6lld %18.1f %10.1f\n", (long long)rms[i], rbest[i][0], rbest[i][1]);
+  free(ra), free(rb), free(rt), free(rc);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -140,51 +204,12 @@ int main(int argc, char **argv) {
     }
     printf("%-12s %16.1f %16.1f %16.1f %19.1f\n", levels[l], best[l][0], best[l][1], best[l][2], best[l][3]);
   }
-  /* bf16, b row-major in place (rows 8 KiB apart) against b tiled (vnni 2), 1-16 rows */
+  /* the skinny tables: b row-major in place against b tiled, 1-16 rows, on the best VNNI level */
   int lb16 = -1;
   for (int l = 0; l < 5; l++)
     if (have[l] && l >= 3) lb16 = l;
-  if (lb16 >= 0) {
-    enum { RK = 512, RN = 256, RLD = 4096 };
-    static const int64_t rms[] = {1, 3, 4, 5, 8, 9, 12, 16};
-    uint16_t *ra = aligned_alloc(64, sizeof(uint16_t) * 16 * RK), *rb = aligned_alloc(64, sizeof(uint16_t) * RK * RLD);
-    uint16_t *rt = aligned_alloc(64, sizeof(uint16_t) * RK * RN);
-    float *rc = aligned_alloc(64, sizeof(float) * 16 * RLD);
-    if (!ra || !rb || !rt || !rc) {
-      fprintf(stderr, "out of memory\n");
-      return 1;
-    }
-    for (int i = 0; i < 16 * RK; i++) ra[i] = 0x3C00 + (uint16_t)(i % 61);
-    for (int i = 0; i < RK * RLD; i++) rb[i] = 0x3C00 + (uint16_t)(i % 53);
-    for (int i = 0; i < RK * RN; i++) rt[i] = 0x3C00 + (uint16_t)(i % 53);
-    for (int i = 0; i < 16 * RLD; i++) rc[i] = 0;
-    double rbest[8][2] = {{0}};
-    for (int r = 0; r < rounds; r++)
-      for (int i = 0; i < 8; i++)
-        for (int t = 0; t < 2; t++) {
-          bench_job j;
-          j.a = make_ref(ra, TL_BF16, rms[i], RK, (tl_layout){0});
-          j.b = t ? make_ref(rt, TL_BF16, RK, RN, (tl_layout){.tiled = 1, .vnni = 2, .tile_r = RK, .tile_c = 16})
-                  : make_ref(rb, TL_BF16, RK, RN, (tl_layout){0});
-          if (!t) j.b.stride[0] = RLD;
-          j.acc = make_ref(rc, TL_F32, rms[i], RN, (tl_layout){0});
-          j.acc.stride[0] = RLD;
-          const double flop = 2.0 * (double)rms[i] * RN * RK;
-          j.reps = (int64_t)(3e8 / flop);
-          tl_kernel k = {.name = "bench_dot_rm", .body = bench_body, .user = &j, .n_in = 1, .in = &spec,
-                         .n_out = 1, .out = &spec};
-          if (tl_call(ctx[lb16], &k, &x, &y) != TL_OK) {
-            fprintf(stderr, "%s: %s\n", levels[lb16], tl_ctx_error(ctx[lb16]));
-            return 1;
-          }
-          const double g = flop * (double)j.reps / j.seconds * 1e-9;
-          if (g > rbest[i][t]) rbest[i][t] = g;
-        }
-    printf("\nbf16 M x 512 x 256, b row-major in place (rows %d elements apart) and in 16-column tiles, in L2, "
-           "level %s, 1 thread (GFLOP/s)\n%-6s %18s %10s\n", RLD, levels[lb16], "rows", "b row-major", "b tiled");
-    for (int i = 0; i < 8; i++) printf("%-6lld %18.1f %10.1f\n", (long long)rms[i], rbest[i][0], rbest[i][1]);
-    free(ra), free(rb), free(rt), free(rc);
-  }
+  if (lb16 >= 0 && (rm_table(ctx[lb16], levels[lb16], TL_BF16, rounds) || rm_table(ctx[lb16], levels[lb16], TL_U8, rounds)))
+    return 1;
   for (int l = 0; l < 5; l++) tl_ctx_free(ctx[l]);
   free(la), free(lb), free(lc);
   return 0;

@@ -406,12 +406,15 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb};
     if (r->stream || r->edges) bd->in[n].stage = TL_STAGE_NEVER; /* edge blocks too: the body narrows to valid */
     /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
-     * product, where staging would cost as much as the product): the AVX512-BF16 / VNNI dot
-     * reads row-major b in place then. int8 rebuilds its quads for every 4 rows of a, so it
-     * stages from 3 rows (2 threads: 8x4096x4096 2.47 -> 1.26 ms, 8x512x512 45 -> 25 us,
-     * 5x11008x4096 3.9 -> 3.1 ms; 3-4 rows within noise); bf16 gains nothing from staging up
-     * to 16 rows (3-4 rows 10-25% slower staged, 6-16 within noise) */
-    if (tiled_b && bd->K > 0 && bd->M > (da == TL_BF16 ? 16 : 2)) {
+     * product, where staging would cost as much as the product) with b's columns at unit stride:
+     * the AVX512-BF16 / VNNI dot reads row-major b then, building its pairs / quads in registers.
+     * bf16 gains nothing from the VNNI staging up to 16 rows (3-4 rows 10-25% slower staged, 6-16
+     * within noise). int8 took it from 3 rows until 2026-11-26, when its row-major kernel spent a
+     * libc call on a's quad (a memcpy of a run-time size) every k step and row: see rm_copy
+     * below for the rest. At the amx level 16 rows keep the VNNI tiles, which the AMX dot
+     * takes (a row-major b it declines). */
+    const int rm = !tiled_b || (bd->M <= (info.isa >= TL_ISA_AMX ? 15 : 16) && b->stride[b->ndim - 1] == 1);
+    if (tiled_b && bd->K > 0 && !rm) {
       bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = (uint8_t)tl_mm_vnni(da), .tile_r = (uint16_t)BK, .tile_c = 16};
       /* the next step's b rows (short runs a row stride apart, which the packer would wait on)
        * are prefetched while this step's dot runs (bf16 128x4096x11008, 2 threads: 36.6 -> 33.3
@@ -419,12 +422,30 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
        * prefetches its own next panel, and a's blocks measured no gain */
       bd->in[n].prefetch = 1;
     }
-    /* bf16 b read in place (up to 16 rows of a): its rows are a row stride apart too (2
-     * threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 -> 1.83,
-     * 16x11008x4096 7.6 -> 6.9, 1x1024x1024 112 -> 95 us, issued whole before each step; the
-     * row-major kernel has issued them through its k loop since 2026-11-26, tl_bf_rm). Not int8
-     * (1-2 rows in place: 10-30% slower with it, 2x2048x2048 178 -> 252 us) */
-    if (da == TL_BF16 && bd->K > 0 && !r->stream) bd->in[n].prefetch = 1;
+    /* int8 from 5 rows: the row-major kernel takes 4 rows at a time, so every block of b is read
+     * once per 4 rows; with b's rows a multiple of 1 KiB apart they fall in a few cache sets and
+     * the block does not stay in L1 / L2 between those reads (`tilec_bench_tile_dot`, u8 x s8 16 x
+     * 1024 x 256 in L2, one core: 156 GOP/s with rows 4 KiB apart, 452 with 4160 bytes, tiled
+     * 447). Then b is staged as a plain row-major copy (rows BN bytes apart) and read from there,
+     * and so is b for more than 8 rows (read three or four times). Medians of 15 rounds, 2 threads, b from DRAM
+     * (in place / copy / VNNI staging, a throwaway harness): 4x4096x4096 0.82 / 0.84 / 1.06 ms,
+     * 4x4096x11008 2.39 / 3.03 / 2.87, 5x11008x4096 2.22 / 2.68 / 2.90, 8x11008x4096 2.57 / 2.93
+     * / 3.16, 8x4096x4096 1.19 / 1.06 / 1.26, 8x2048x2048 0.27 / 0.28 / 0.34, 12x1000x1000 0.18
+     * / 0.15 / 0.15, 16x4096x4096 2.15 / 1.30 / 1.58, 16x4096x11008 5.92 / 3.45 / 4.19,
+     * 16x11008x4096 3.44 / 3.47 / 3.97, 16x2048x2048 0.41 / 0.35 / 0.44, 16x1024x1024 0.17 /
+     * 0.17 / 0.16, 16x768x768 0.11 / 0.14 / 0.12. bf16 (pairs, 2 unpacks per vector, 128-byte
+     * runs of b) gained nothing from the copy (16x4096x4096 2.17 / 2.12 ms, 8x4096x4096 1.43 /
+     * 1.76) */
+    const int64_t ldb_bytes = b->stride[b->ndim - 2] * (int64_t)tl_dtype_size(b->dtype);
+    const int rm_copy = rm && tiled_b && da != TL_BF16 && bd->M >= 5 && (bd->M > 8 || ldb_bytes % 1024 == 0);
+    if (rm_copy && !r->stream) bd->in[n].stage = TL_STAGE_ALWAYS;
+    /* bf16 / int8 b read in place or copied (3-16 rows of a): its rows are a row stride apart too
+     * (bf16, 2 threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 ->
+     * 1.83, 16x11008x4096 7.6 -> 6.9, 1x1024x1024 112 -> 95 us, issued whole before each step;
+     * the row-major kernels have issued them through their k loops since 2026-11-26, tl_bf_rm,
+     * tl_q_rm). Not int8 below 3 rows (1-2 rows in place: 10-30% slower with it, 2x2048x2048
+     * 178 -> 252 us) */
+    if (rm && tiled_b && bd->K > 0 && !r->stream && (da == TL_BF16 || bd->M > 2)) bd->in[n].prefetch = 1;
     bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);
   } else {
     /* packed b read in place (no VMEM): a block is one tile row (its K block) and BN / 16

@@ -367,8 +367,8 @@ const tl_kernel_desc tl_kernel_matmul = {
 
 const tl_kernel_desc tl_kernel_matmul_bf16 = {
     .name = "matmul_bf16",
-    .summary = "tl_matmul's kernel, bf16 x bf16 -> f32, b staged tiled vnni 2 (packed first where tl_matmul packs it per "
-               "call, untimed)",
+    .summary = "tl_matmul's kernel, bf16 x bf16 -> f32, b staged tiled vnni 2 (up to 16 rows of a: read row-major in "
+               "place; packed first where tl_matmul packs it per call, untimed)",
     .shape_syntax = "MxNxK",
     .shapes = "512x512x512 1024x1024x1024",
     .make = tl_mm_make_bf16,
@@ -378,8 +378,8 @@ const tl_kernel_desc tl_kernel_matmul_bf16 = {
 
 const tl_kernel_desc tl_kernel_matmul_u8i8 = {
     .name = "matmul_u8i8",
-    .summary = "tl_matmul's kernel, u8 x i8 -> i32, b staged tiled vnni 4 (packed first where tl_matmul packs it per call, "
-               "untimed)",
+    .summary = "tl_matmul's kernel, u8 x i8 -> i32, b staged tiled vnni 4 (up to 16 rows of a: read row-major, in "
+               "place or as a copy; packed first where tl_matmul packs it per call, untimed)",
     .shape_syntax = "MxNxK",
     .shapes = "512x512x512 1024x1024x1024",
     .make = tl_mm_make_u8,
