@@ -219,6 +219,15 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   const int64_t bn_cap = packed ? TL_MM_BN_PACKED : 256;
   int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, bn_cap, 32), tl_mm_round_up(N, 16));
   int64_t BM = M <= TL_MM_BM_MAX ? M : tl_mm_balanced(M, TL_MM_BM_MAX, 8);
+  /* int8 b read by the row-major kernel (3-16 rows of a): blocks of up to 256 x 512, half as
+   * many rows as the VNNI K block and each row a run of twice as many bytes (the tuner's choice
+   * on every shape it was given; `tilec bench gemm --threads 2 --dtype int8 --peers none`,
+   * 1024 x 256 against 256 x 512, 4 rounds alternating: 4x4096x4096 0.79 -> 0.69 ms, 8 rows 0.92
+   * -> 0.85, 16 rows 1.30 -> 1.15, 16x4096x11008 3.24 -> 3.07, 16x11008x4096 3.35 -> 3.39) */
+  if (bd->run.rm && !bd->run.stream && da != TL_BF16 && M > 2) {
+    BK = tl_mm_balanced(K, 256, gk);
+    BN = TL_MIN(tl_mm_balanced(N, 512, 32), tl_mm_round_up(N, 16));
+  }
   if (BM < 1) BM = 1;
   if (BN < 1) BN = 1;
   if (bd->run.stream) { /* b read in place as long rows: a wide N block per thread, long K blocks */
@@ -386,6 +395,15 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
              (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
                            : r->packed && (info.isa < TL_ISA_AMX || bd->K % tl_mm_vnni(da) == 0));
+  /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
+   * product, where staging would cost as much as the product) with b's columns at unit stride:
+   * the AVX512-BF16 / VNNI dot reads row-major b then, building its pairs / quads in registers.
+   * bf16 gains nothing from the VNNI staging up to 16 rows (3-4 rows 10-25% slower staged, 6-16
+   * within noise). int8 took it from 3 rows until 2026-11-26, when its row-major kernel spent a
+   * libc call on a's quad (a memcpy of a run-time size) every k step and row: see rm_copy
+   * below for the rest. At the amx level 16 rows keep the VNNI tiles, which the AMX dot
+   * takes (a row-major b it declines). */
+  r->rm = tiled_b && !r->packed && bd->M <= (info.isa >= TL_ISA_AMX ? 15 : 16) && b->stride[b->ndim - 1] == 1;
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
     if (cfg[0] > 0) r->BM = cfg[0];
@@ -405,16 +423,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     r->ib = n;
     bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb};
     if (r->stream || r->edges) bd->in[n].stage = TL_STAGE_NEVER; /* edge blocks too: the body narrows to valid */
-    /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
-     * product, where staging would cost as much as the product) with b's columns at unit stride:
-     * the AVX512-BF16 / VNNI dot reads row-major b then, building its pairs / quads in registers.
-     * bf16 gains nothing from the VNNI staging up to 16 rows (3-4 rows 10-25% slower staged, 6-16
-     * within noise). int8 took it from 3 rows until 2026-11-26, when its row-major kernel spent a
-     * libc call on a's quad (a memcpy of a run-time size) every k step and row: see rm_copy
-     * below for the rest. At the amx level 16 rows keep the VNNI tiles, which the AMX dot
-     * takes (a row-major b it declines). */
-    const int rm = !tiled_b || (bd->M <= (info.isa >= TL_ISA_AMX ? 15 : 16) && b->stride[b->ndim - 1] == 1);
-    if (tiled_b && bd->K > 0 && !rm) {
+    if (tiled_b && bd->K > 0 && !r->rm) {
       bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = (uint8_t)tl_mm_vnni(da), .tile_r = (uint16_t)BK, .tile_c = 16};
       /* the next step's b rows (short runs a row stride apart, which the packer would wait on)
        * are prefetched while this step's dot runs (bf16 128x4096x11008, 2 threads: 36.6 -> 33.3
@@ -437,7 +446,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * runs of b) gained nothing from the copy (16x4096x4096 2.17 / 2.12 ms, 8x4096x4096 1.43 /
      * 1.76) */
     const int64_t ldb_bytes = b->stride[b->ndim - 2] * (int64_t)tl_dtype_size(b->dtype);
-    const int rm_copy = rm && tiled_b && da != TL_BF16 && bd->M >= 5 && (bd->M > 8 || ldb_bytes % 1024 == 0);
+    const int rm_copy = r->rm && da != TL_BF16 && bd->M >= 5 && (bd->M > 8 || ldb_bytes % 1024 == 0);
     if (rm_copy && !r->stream) bd->in[n].stage = TL_STAGE_ALWAYS;
     /* bf16 / int8 b read in place or copied (3-16 rows of a): its rows are a row stride apart too
      * (bf16, 2 threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 ->
@@ -445,7 +454,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * the row-major kernels have issued them through their k loops since 2026-11-26, tl_bf_rm,
      * tl_q_rm). Not int8 below 3 rows (1-2 rows in place: 10-30% slower with it, 2x2048x2048
      * 178 -> 252 us) */
-    if (rm && tiled_b && bd->K > 0 && !r->stream && (da == TL_BF16 || bd->M > 2)) bd->in[n].prefetch = 1;
+    if (r->rm && bd->K > 0 && !r->stream && (da == TL_BF16 || bd->M > 2)) bd->in[n].prefetch = 1;
     bd->tin[n++] = tl_mm_view3(b, inner, istr[1]);
   } else {
     /* packed b read in place (no VMEM): a block is one tile row (its K block) and BN / 16

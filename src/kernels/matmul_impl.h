@@ -59,6 +59,9 @@ typedef struct tl_mm_run {
    * bf16 / int8 with a packed b below AMX (whose tiles want whole groups). A packed b is
    * narrowed to the exact valid rows and K: no padded copies of edge blocks */
   int edges;
+  /* bf16 / int8 b left row-major for the AVX512-BF16 / VNNI row-major kernels (3-16 rows of a,
+   * see matmul.c), read in place or as a plain row-major copy of each block */
+  int rm;
   int64_t BM, BN, BK;
 } tl_mm_run;
 
