@@ -219,12 +219,17 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   const int64_t bn_cap = packed ? TL_MM_BN_PACKED : 256;
   int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, bn_cap, 32), tl_mm_round_up(N, 16));
   int64_t BM = M <= TL_MM_BM_MAX ? M : tl_mm_balanced(M, TL_MM_BM_MAX, 8);
-  /* int8 b read by the row-major kernel (3-16 rows of a): blocks of up to 256 x 512, half as
-   * many rows as the VNNI K block and each row a run of twice as many bytes (the tuner's choice
-   * on every shape it was given; `tilec bench gemm --threads 2 --dtype int8 --peers none`,
-   * 1024 x 256 against 256 x 512, 4 rounds alternating: 4x4096x4096 0.79 -> 0.69 ms, 8 rows 0.92
-   * -> 0.85, 16 rows 1.30 -> 1.15, 16x4096x11008 3.24 -> 3.07, 16x11008x4096 3.35 -> 3.39) */
-  if (bd->run.rm && !bd->run.stream && da != TL_BF16 && M > 2) {
+  /* bf16 / int8 b read by the row-major kernels (3-16 rows of a): blocks of up to 256 x 512
+   * (K x N), each row of b a run of 1 KiB (bf16) / 512 bytes (int8). With b's rows a multiple of
+   * 4 KiB apart the rows of a block fall in a few L2 sets: 8 KiB apart, 128 rows of any width
+   * fill them, so a block of 512 rows (bf16's VNNI K block) or the next one prefetched does not
+   * stay in L2. The tuner's choice on every skinny shape it was given (int8; bf16 16 rows);
+   * `tilec bench gemm --threads 2 --dtype D --peers none`, the VNNI K block x 256 against
+   * 256 x 512, builds alternating, 5-8 rounds, plain medians: int8 4x4096x4096 0.76 -> 0.64 ms,
+   * 16 rows 1.22 -> 1.14, 16x4096x11008 3.10 -> 2.88, 4x1024x1024 71 -> 49 us; bf16
+   * 3x4096x4096 1.21 -> 1.15, 8 rows 1.47 -> 1.38, 16 rows 2.17 -> 1.96, 16x4096x11008 5.60 ->
+   * 5.20, 12x1000x1000 171 -> 139 us; 16x11008x4096 within noise in both */
+  if (bd->run.rm && !bd->run.stream && M > 2) {
     BK = tl_mm_balanced(K, 256, gk);
     BN = TL_MIN(tl_mm_balanced(N, 512, 32), tl_mm_round_up(N, 16));
   }
@@ -431,22 +436,20 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
        * prefetches its own next panel, and a's blocks measured no gain */
       bd->in[n].prefetch = 1;
     }
-    /* int8 from 5 rows: the row-major kernel takes 4 rows at a time, so every block of b is read
-     * once per 4 rows; with b's rows a multiple of 1 KiB apart they fall in a few cache sets and
-     * the block does not stay in L1 / L2 between those reads (`tilec_bench_tile_dot`, u8 x s8 16 x
-     * 1024 x 256 in L2, one core: 156 GOP/s with rows 4 KiB apart, 452 with 4160 bytes, tiled
-     * 447). Then b is staged as a plain row-major copy (rows BN bytes apart) and read from there,
-     * and so is b for more than 8 rows (read three or four times). Medians of 15 rounds, 2 threads, b from DRAM
-     * (in place / copy / VNNI staging, a throwaway harness): 4x4096x4096 0.82 / 0.84 / 1.06 ms,
-     * 4x4096x11008 2.39 / 3.03 / 2.87, 5x11008x4096 2.22 / 2.68 / 2.90, 8x11008x4096 2.57 / 2.93
-     * / 3.16, 8x4096x4096 1.19 / 1.06 / 1.26, 8x2048x2048 0.27 / 0.28 / 0.34, 12x1000x1000 0.18
-     * / 0.15 / 0.15, 16x4096x4096 2.15 / 1.30 / 1.58, 16x4096x11008 5.92 / 3.45 / 4.19,
-     * 16x11008x4096 3.44 / 3.47 / 3.97, 16x2048x2048 0.41 / 0.35 / 0.44, 16x1024x1024 0.17 /
-     * 0.17 / 0.16, 16x768x768 0.11 / 0.14 / 0.12. bf16 (pairs, 2 unpacks per vector, 128-byte
-     * runs of b) gained nothing from the copy (16x4096x4096 2.17 / 2.12 ms, 8x4096x4096 1.43 /
-     * 1.76) */
+    /* int8 with b's rows a multiple of 4 KiB apart: they share their page offset, so they fall
+     * in one L1 set and in 32 of the L2's 2048 sets (the index bits above the offset come from
+     * the physical page), and the kernel, 4 rows of a at a time, finds little of the block still
+     * there on its next pass (`tilec_bench_tile_dot`, u8 x s8 16 x 1024 x 256 in L2, one core: 156
+     * GOP/s with rows 4 KiB apart, 452 with 4160 bytes, tiled 447). Such a b is staged as a plain
+     * row-major copy (rows BN bytes apart) that the kernel reads. `tilec bench gemm --threads 2
+     * --dtype int8 --peers none`, 256 x 512 blocks, in place against the copy, 5 rounds
+     * alternating, medians: 3x4096x4096 0.78 / 0.72 ms, 5 rows 1.01 / 0.84, 8 rows 1.05 / 0.91,
+     * 16 rows 1.83 / 1.13, 16x4096x11008 4.96 / 3.61; other strides in place: 8x11008x4096 2.39 /
+     * 2.85, 16x11008x4096 3.12 / 3.47, 16x1024x1024 71 / 75 us, 16x768x768 40 / 46, 8x2048x2048
+     * 190 / 201, 12x1000x1000 78 / 77. bf16 (2 rows of b per step, 128-byte runs) measured slower
+     * copied (5x4096x4096 1.33 -> 1.58 ms, 12 rows 1.67 -> 2.11, 16 rows even) */
     const int64_t ldb_bytes = b->stride[b->ndim - 2] * (int64_t)tl_dtype_size(b->dtype);
-    const int rm_copy = r->rm && da != TL_BF16 && bd->M >= 5 && (bd->M > 8 || ldb_bytes % 1024 == 0);
+    const int rm_copy = r->rm && da != TL_BF16 && bd->M >= 3 && ldb_bytes % 4096 == 0;
     if (rm_copy && !r->stream) bd->in[n].stage = TL_STAGE_ALWAYS;
     /* bf16 / int8 b read in place or copied (3-16 rows of a): its rows are a row stride apart too
      * (bf16, 2 threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 ->

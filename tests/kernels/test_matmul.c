@@ -284,10 +284,10 @@ static void test_bf16(void) {
 }
 
 static void test_int8(void) {
-  /* b as the row-major kernel reads it (3-16 rows, unit column stride): in place (4 and 7 rows),
-   * copied (16 rows; 6 rows with b's rows 1 KiB apart), transposed (VNNI staging); k tails */
-  static const int64_t sh[][3] = {{1, 64, 100}, {3, 17, 33},  {16, 40, 1100}, {100, 33, 64},
-                                  {17, 1, 1},   {4, 50, 70},  {7, 30, 45},    {6, 1024, 37}};
+  /* b as the row-major kernel reads it (3-16 rows, unit column stride): in place (4, 7 and 16
+   * rows), copied (b's rows 4 KiB apart: 6 and 12 rows), transposed (VNNI staging); k tails */
+  static const int64_t sh[][3] = {{1, 64, 100}, {3, 17, 33}, {16, 40, 1100}, {100, 33, 64}, {17, 1, 1},
+                                  {4, 50, 70},  {7, 30, 45}, {6, 4096, 37},  {12, 4096, 70}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(sh); i++)
     for (int sgn = 0; sgn < 2; sgn++) {
       mm_case mc = plain(sgn ? TL_I8 : TL_U8, TL_I8, TL_I32, sh[i][0], sh[i][1], sh[i][2]);
