@@ -221,9 +221,10 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   int64_t BM = M <= TL_MM_BM_MAX ? M : tl_mm_balanced(M, TL_MM_BM_MAX, 8);
   /* bf16 / int8 b read by the row-major kernels (3-16 rows of a): blocks of up to 256 x 512
    * (K x N), each row of b a run of 1 KiB (bf16) / 512 bytes (int8). With b's rows a multiple of
-   * 4 KiB apart the rows of a block fall in a few L2 sets: 8 KiB apart, 128 rows of any width
-   * fill them, so a block of 512 rows (bf16's VNNI K block) or the next one prefetched does not
-   * stay in L2. The tuner's choice on every skinny shape it was given (int8; bf16 16 rows);
+   * 4 KiB apart they share their page offset, so line j of every row competes for the same 32 of
+   * the L2's 2048 sets (the index bits above the offset come from the physical page): at most
+   * 256 rows stay in L2, fewer in practice, and a block of 512 (bf16's VNNI K block) or 1024
+   * rows (int8's), with the next one prefetched beside it, does not. The tuner's choice on every skinny shape it was given (int8; bf16 16 rows);
    * `tilec bench gemm --threads 2 --dtype D --peers none`, the VNNI K block x 256 against
    * 256 x 512, builds alternating, 5-8 rounds, plain medians: int8 4x4096x4096 0.76 -> 0.64 ms,
    * 16 rows 1.22 -> 1.14, 16x4096x11008 3.10 -> 2.88, 4x1024x1024 71 -> 49 us; bf16
@@ -407,7 +408,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
    * within noise). int8 took it from 3 rows until 2026-11-26, when its row-major kernel spent a
    * libc call on a's quad (a memcpy of a run-time size) every k step and row: see rm_copy
    * below for the rest. At the amx level 16 rows keep the VNNI tiles, which the AMX dot
-   * takes (a row-major b it declines). */
+   * takes (a row-major b it declines; bf16 16 rows read b in place there too until 2026-11-26,
+   * all on AVX512-BF16). */
   r->rm = tiled_b && !r->packed && bd->M <= (info.isa >= TL_ISA_AMX ? 15 : 16) && b->stride[b->ndim - 1] == 1;
   tl_mm_config(&info, bd, inner, da, dc, tiled_b, r->packed ? b->layout.tile_r : 0, nscr, o->residual != NULL);
   if (cfg && bd->K > 0) { /* a tuned or candidate config; a packed b's K block is its tile row */
@@ -450,7 +452,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * copied (5x4096x4096 1.33 -> 1.58 ms, 12 rows 1.67 -> 2.11, 16 rows even) */
     const int64_t ldb_bytes = b->stride[b->ndim - 2] * (int64_t)tl_dtype_size(b->dtype);
     const int rm_copy = r->rm && da != TL_BF16 && bd->M >= 3 && ldb_bytes % 4096 == 0;
-    if (rm_copy && !r->stream) bd->in[n].stage = TL_STAGE_ALWAYS;
+    if (rm_copy) bd->in[n].stage = TL_STAGE_ALWAYS;
     /* bf16 / int8 b read in place or copied (3-16 rows of a): its rows are a row stride apart too
      * (bf16, 2 threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 ->
      * 1.83, 16x11008x4096 7.6 -> 6.9, 1x1024x1024 112 -> 95 us, issued whole before each step;

@@ -528,7 +528,9 @@ static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, 
 /* acc (+)= a @ b for 8-bit a and b (mode UB, BU or SS), b row-major with unit column stride,
  * read in place: row blocks of up to 4 with panels of 128 (1-2 rows) or 64 (3-4) columns. From 3
  * rows the executor's queued prefetches of the next step's b are issued every 16 k of each
- * (row block, panel) call, as tl_bf_rm does (1-2 rows: none, as there). Until 2026-11-26 a's
+ * (row block, panel) call of 3-4 rows, as tl_bf_rm does (the 1-2-row copies pump none, as
+ * there: a call of 1-2 rows, or a block of 1-2 rows at the M edge, whose share the executor
+ * issues when the step ends). Until 2026-11-26 a's
  * quad was read by a memcpy of a run-time size, a libc call per row and k step: u8 x s8 16 x 1024
  * x 1024 with b in L2, 2 threads, 101 -> 728 GOP/s; 4 rows 92 -> 470. */
 static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uint8_t *a, int64_t lda, const uint8_t *b,
