@@ -8,7 +8,8 @@
  * rounds and the best round is reported, as GFLOP/s (a multiply-add counts 2). Two more tables:
  * bf16 and u8 x s8 with b row-major in place (the skinny products' kernels, 1-16 rows of a), M x
  * 512 x 256 (int8: M x 1024 x 256) with b's and acc's rows 4096 elements apart (a block of a
- * 4096-wide matrix), in L2, on the best VNNI level, next to the same product with b in tiles.
+ * 4096-wide matrix; and 4096 + 64 apart, off the 4 KiB alias), in L2, on the best VNNI level,
+ * next to the same product with b in tiles.
  *
  *   tilec_bench_tile_dot [rounds]     (default 7)
  */
@@ -58,18 +59,18 @@ static tl_ref make_ref(void *data, tl_dtype dt, int64_t r, int64_t c, tl_layout 
   return x;
 }
 
-/* One skinny table: bf16 M x 512 x 256 or u8 x s8 M x 1024 x 256 (the matmul's K blocks), b
- * row-major in place with rows 4096 elements apart (a block of a 4096-wide matrix: each row its
- * own 4 KiB page) against the same b in 16-column tiles, in L2, 1-16 rows, 1 thread. Returns
- * nonzero on failure (printed). */
+/* One skinny table: bf16 M x 512 x 256 or u8 x s8 M x 1024 x 256, b row-major in place with rows
+ * 4096 elements apart (a block of a 4096-wide matrix: rows on one page offset, which share their
+ * cache sets) and 4096 + 64 apart (not), against the same b in 16-column tiles, in L2, 1-16
+ * rows, 1 thread. Returns nonzero on failure (printed). */
 static int rm_table(tl_ctx *ctx, const char *level, tl_dtype da, int rounds) {
-  enum { RN = 256, RLD = 4096 };
+  enum { RN = 256, RLD = 4096, RLDP = 4096 + 64 }; /* RLDP: the same rows off the 4 KiB alias */
   static const int64_t rms[] = {1, 3, 4, 5, 6, 8, 9, 12, 16};
   enum { NR = sizeof rms / sizeof rms[0] };
   const int i8 = da != TL_BF16;
   const int64_t rk = i8 ? 1024 : 512, es = i8 ? 1 : 2;
   const tl_dtype db = i8 ? TL_I8 : TL_BF16, dc = i8 ? TL_I32 : TL_F32;
-  char *ra = aligned_alloc(64, (size_t)(es * 16 * rk)), *rb = aligned_alloc(64, (size_t)(es * rk * RLD));
+  char *ra = aligned_alloc(64, (size_t)(es * 16 * rk)), *rb = aligned_alloc(64, (size_t)(es * rk * RLDP));
   char *rt = aligned_alloc(64, (size_t)(es * rk * RN)), *rc = aligned_alloc(64, sizeof(float) * 16 * RLD);
   if (!ra || !rb || !rt || !rc) {
     fprintf(stderr, "out of memory\n");
@@ -80,22 +81,22 @@ static int rm_table(tl_ctx *ctx, const char *level, tl_dtype da, int rounds) {
   for (int64_t i = 0; i < 16 * rk; i++)
     if (i8) ra[i] = (char)(i % 7);
     else ((uint16_t *)ra)[i] = 0x3C00 + (uint16_t)(i % 61);
-  for (int64_t i = 0; i < rk * RLD; i++)
+  for (int64_t i = 0; i < rk * RLDP; i++)
     if (i8) rb[i] = (char)(i % 5);
     else ((uint16_t *)rb)[i] = 0x3C00 + (uint16_t)(i % 53);
   for (int64_t i = 0; i < rk * RN; i++)
     if (i8) rt[i] = (char)(i % 5);
     else ((uint16_t *)rt)[i] = 0x3C00 + (uint16_t)(i % 53);
   memset(rc, 0, sizeof(float) * 16 * RLD);
-  double rbest[NR][2] = {{0}};
+  double rbest[NR][3] = {{0}}; /* b row-major RLD apart, RLDP apart, tiled */
   for (int r = 0; r < rounds; r++)
     for (int i = 0; i < NR; i++)
-      for (int t = 0; t < 2; t++) {
+      for (int t = 0; t < 3; t++) {
         bench_job j;
         j.a = make_ref(ra, da, rms[i], rk, (tl_layout){0});
-        j.b = t ? make_ref(rt, db, rk, RN, (tl_layout){.tiled = 1, .vnni = (uint8_t)(i8 ? 4 : 2), .tile_r = (uint16_t)rk, .tile_c = 16})
+        j.b = t == 2 ? make_ref(rt, db, rk, RN, (tl_layout){.tiled = 1, .vnni = (uint8_t)(i8 ? 4 : 2), .tile_r = (uint16_t)rk, .tile_c = 16})
                 : make_ref(rb, db, rk, RN, (tl_layout){0});
-        if (!t) j.b.stride[0] = RLD;
+        if (t < 2) j.b.stride[0] = t ? RLDP : RLD;
         j.acc = make_ref(rc, dc, rms[i], RN, (tl_layout){0});
         j.acc.stride[0] = RLD;
         const double flop = 2.0 * (double)rms[i] * RN * (double)rk;
@@ -114,10 +115,11 @@ static int rm_table(tl_ctx *ctx, const char *level, tl_dtype da, int rounds) {
         const double g = flop * (double)j.reps / j.seconds * 1e-9;
         if (g > rbest[i][t]) rbest[i][t] = g;
       }
-  printf("\n%s M x %lld x 256, b row-major in place (rows %d elements apart) and in 16-column tiles, in L2, "
-         "level %s, 1 thread (%s)\n%-6s %18s %10s\n", i8 ? "u8 x s8" : "bf16", (long long)rk, RLD, level,
-         i8 ? "GOP/s" : "GFLOP/s", "rows", "b row-major", "b tiled");
-  for (int i = 0; i < NR; i++) printf("%-6lld %18.1f %10.1f\n", (long long)rms[i], rbest[i][0], rbest[i][1]);
+  printf("\n%s M x %lld x 256, b row-major in place (rows %d or %d elements apart) and in 16-column tiles, in "
+         "L2, level %s, 1 thread (%s)\n%-6s %18s %18s %10s\n", i8 ? "u8 x s8" : "bf16", (long long)rk, RLD, RLDP, level,
+         i8 ? "GOP/s" : "GFLOP/s", "rows", "b row-major", "b rows padded", "b tiled");
+  for (int i = 0; i < NR; i++)
+    printf("%-6lld %18.1f %18.1f %10.1f\n", (long long)rms[i], rbest[i][0], rbest[i][1], rbest[i][2]);
   free(ra), free(rb), free(rt), free(rc);
   return 0;
 }
