@@ -381,7 +381,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   const int nscr = !acc_in_c + cvt + tmp;
   const int tiled_b = da != TL_F32 || r->packed;
   /* a few rows of a (TL_MM_STREAM_M) against a row-major b with unit column stride, b
-   * larger than half the L3 (a cached b is read faster in panels): the dot streams b's rows in
+   * larger than half the L3 (f32: a cached b is read faster in panels; bf16 / int8 below): the dot streams b's rows in
    * place (its streaming walk, taken for b blocks beyond 1 MiB), never staged; measured f32
    * 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms */
   {
@@ -389,8 +389,16 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     /* up to TL_MM_STREAM_M rows, where carrying the accumulators through c between chunks of
      * rows of b costs little (at 3-4 rows: int8 slower; f32 2x slower than 32-column panels,
      * 4x4096x4096 3.3-4.7 -> 1.5-1.8 ms) */
+    /* bf16 (1-2 rows) and int8 (1 row) stream b from an eighth of the L3 (CPUID's: 32 MiB here,
+     * 18.6 measured): their walk beat the panels from there warm too. A throwaway harness, 2
+     * threads, 5 rounds, l3 / 2 against l3 / 8, cold / warm medians: bf16 1x2048x2048 (8 MiB)
+     * 0.45 -> 0.31 / 0.16 -> 0.14 ms, 1x4096x2048 1.26 -> 0.60 / 0.66 -> 0.27, 2x4096x2048 1.03
+     * -> 0.63 / 0.51 -> 0.30; int8 1x4096x2048 0.52 -> 0.36 / 0.21 -> 0.22, 1x4096x4096 (16 MiB)
+     * 0.95 -> 0.74 / 0.66 -> 0.34. int8 2 rows: cold faster, warm slower (2x4096x2048 0.49 ->
+     * 0.42 / 0.16 -> 0.21), so l3 / 2 as f32 */
+    const int64_t lim = da == TL_BF16 || (da != TL_F32 && bd->M == 1) ? l3 / 8 : l3 / 2;
     r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
-                bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > l3 / 2; /* b comes from DRAM */
+                bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from DRAM */
   }
   /* bf16 / int8 a at the edges of a packed b: in place too (the AVX512-BF16 / VNNI dot reads
    * a's k tail element by element): 1000^3 staged every a block, its one K block of 1000 rows
