@@ -380,10 +380,10 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   const int tmp = beta_nz && !r->int_out;
   const int nscr = !acc_in_c + cvt + tmp;
   const int tiled_b = da != TL_F32 || r->packed;
-  /* a few rows of a (TL_MM_STREAM_M) against a row-major b with unit column stride, b
-   * larger than half the L3 (f32: a cached b is read faster in panels; bf16 / int8 below): the dot streams b's rows in
-   * place (its streaming walk, taken for b blocks beyond 1 MiB), never staged; measured f32
-   * 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms */
+  /* a few rows of a (TL_MM_STREAM_M) against a row-major b with unit column stride, b larger
+   * than half the L3 (f32: a cached b is read faster in panels; bf16 / int8: below): the dot
+   * streams b's rows in place (its streaming walk, taken for b blocks beyond 1 MiB), never
+   * staged; measured f32 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms */
   {
     const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
     /* up to TL_MM_STREAM_M rows, where carrying the accumulators through c between chunks of
@@ -398,7 +398,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * 0.42 / 0.16 -> 0.21), so l3 / 2 as f32 */
     const int64_t lim = da == TL_BF16 || (da != TL_F32 && bd->M == 1) ? l3 / 8 : l3 / 2;
     r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
-                bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from DRAM */
+                bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
   }
   /* bf16 / int8 a at the edges of a packed b: in place too (the AVX512-BF16 / VNNI dot reads
    * a's k tail element by element): 1000^3 staged every a block, its one K block of 1000 rows
