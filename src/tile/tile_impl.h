@@ -104,6 +104,16 @@ static inline __attribute__((always_inline)) void tl_x512_lanes_t(__m512i *v) {
   v[0] = _mm512_shuffle_i32x4(t0, t2, 0x88), v[1] = _mm512_shuffle_i32x4(t0, t2, 0xDD);
   v[2] = _mm512_shuffle_i32x4(t1, t3, 0x88), v[3] = _mm512_shuffle_i32x4(t1, t3, 0xDD);
 }
+/* Four rows of 64 bytes r[0..3] interleaved into vnni-4 quads (byte t of dword j: row t, column
+ * j) by byte then word unpacks, which work within 128-bit lanes: q[x] holds columns 16L + 4x ..
+ * 16L + 4x + 3 of each lane L (tl_x512_lanes_t puts them in column order). The VNNI packer and
+ * the row-major int8 dot build their quads with it. */
+static inline __attribute__((always_inline)) void tl_x512_quads(const __m512i *r, __m512i *q) {
+  const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+  const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+  q[0] = _mm512_unpacklo_epi16(t0, t2), q[1] = _mm512_unpackhi_epi16(t0, t2);
+  q[2] = _mm512_unpacklo_epi16(t1, t3), q[3] = _mm512_unpackhi_epi16(t1, t3);
+}
 #endif
 
 #endif /* TL_TILE_IMPL_H */

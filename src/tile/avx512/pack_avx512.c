@@ -51,10 +51,7 @@ static inline __attribute__((always_inline)) void tl_p5_group(const tl_pack_job 
   if (es == 1) {
     const __m512i r[4] = {tl_p5_row64(j, r0, c, 1, padv, full), tl_p5_row64(j, r0 + 1, c, 1, padv, full),
                           tl_p5_row64(j, r0 + 2, c, 1, padv, full), tl_p5_row64(j, r0 + 3, c, 1, padv, full)};
-    const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
-    const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
-    out[0] = _mm512_unpacklo_epi16(t0, t2), out[1] = _mm512_unpackhi_epi16(t0, t2);
-    out[2] = _mm512_unpacklo_epi16(t1, t3), out[3] = _mm512_unpackhi_epi16(t1, t3);
+    tl_x512_quads(r, out);
     tl_x512_lanes_t(out);
     return;
   }

@@ -436,10 +436,7 @@ static inline __attribute__((always_inline)) void tl_q_rm_b(tl_bf_mode mode, int
     __m512i r[4];
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++) r[t] = t < rows ? _mm512_maskz_loadu_epi8(m64, bk + t * ldb + 64 * g) : _mm512_setzero_si512();
-    const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
-    const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
-    q[g][0] = _mm512_unpacklo_epi16(t0, t2), q[g][1] = _mm512_unpackhi_epi16(t0, t2);
-    q[g][2] = _mm512_unpacklo_epi16(t1, t3), q[g][3] = _mm512_unpackhi_epi16(t1, t3);
+    tl_x512_quads(r, q[g]);
     if (mode == TL_BF_SS)
 #pragma GCC unroll 4
       for (int x = 0; x < 4; x++) cs[g][x] = tl_bf_dpbusd(cs[g][x], ones, q[g][x]);
@@ -456,7 +453,7 @@ static inline __attribute__((always_inline)) void tl_q_rm_acc(tl_bf_mode mode, i
   for (int g = 0; g < 2; g++) {
     if (g >= ng) break;
 #pragma GCC unroll 4
-    for (int x = 0; x < 4; x++) acc[g][x] = tl_bf_step(mode == TL_BF_SS ? TL_BF_UB : mode, acc[g][x], av, q[g][x]);
+    for (int x = 0; x < 4; x++) acc[g][x] = tl_bf_step(mode, acc[g][x], av, q[g][x]); /* SS: av is biased */
   }
 }
 
@@ -533,15 +530,18 @@ static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, 
  * issues when the step ends). Until 2026-11-26 a's
  * quad was read by a memcpy of a run-time size, a libc call per row and k step: u8 x s8 16 x 1024
  * x 1024 with b in L2, 2 threads, 101 -> 728 GOP/s; 4 rows 92 -> 470. */
+/* tl_q_rm's panel width for a row block of mr rows (2 or 1 groups of 64 columns). */
+static inline int64_t tl_q_rm_width(int64_t mr) { return mr <= 2 ? 128 : 64; }
+
 static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uint8_t *a, int64_t lda, const uint8_t *b,
                     int64_t ldb, int32_t *c, int64_t ldc, int accum) {
   const int64_t pending = m > 2 ? tl_prefetch_pending() : 0;
-  const int64_t calls = TL_CDIV(m, 4) * TL_CDIV(n, m <= 2 ? 128 : 64) * TL_MAX(1, TL_CDIV(kk, 16));
+  const int64_t calls = TL_CDIV(m, 4) * TL_CDIV(n, tl_q_rm_width(TL_MIN(m, 4))) * TL_MAX(1, TL_CDIV(kk, 16));
   const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
   tl_pfq *pfq = pq ? tl_prefetch_queue() : NULL;
   for (int64_t i0 = 0; i0 < m; i0 += 4) {
     const int64_t mr = m - i0 < 4 ? m - i0 : 4;
-    const int64_t w = mr <= 2 ? 128 : 64;
+    const int64_t w = tl_q_rm_width(mr);
     for (int64_t j0 = 0; j0 < n; j0 += w) {
       __mmask16 mk[8];
       for (int v = 0; v < 8; v++) mk[v] = tl_bf_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
