@@ -224,8 +224,11 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
    * 4 KiB apart they share their page offset, so line j of every row competes for the same 32 of
    * the L2's 2048 sets (the index bits above the offset come from the physical page): at most
    * 256 rows stay in L2, fewer in practice, and a block of 512 (bf16's VNNI K block) or 1024
-   * rows (int8's), with the next one prefetched beside it, does not. The tuner's choice on every skinny shape it was given (int8; bf16 16 rows);
-   * `tilec bench gemm --threads 2 --dtype D --peers none`, the VNNI K block x 256 against
+   * rows (int8's), with the next one prefetched beside it, does not. The tuner's choice on every
+   * skinny shape it was given (`tilec tune matmul S --dtype int8`: 4, 8, 16 x 4096 x 4096 and
+   * 16 x 4096 x 11008 / 16 x 11008 x 4096, 5-38% over the heuristic; `tilec tune --compare
+   * matmul 16x4096x4096 --dtype bf16`: 6%). `tilec bench gemm --threads 2 --dtype D --peers
+   * none`, the VNNI K block x 256 against
    * 256 x 512, builds alternating, 5-8 rounds, plain medians: int8 4x4096x4096 0.76 -> 0.64 ms,
    * 16 rows 1.22 -> 1.14, 16x4096x11008 3.10 -> 2.88, 4x1024x1024 71 -> 49 us; bf16
    * 3x4096x4096 1.21 -> 1.15, 8 rows 1.47 -> 1.38, 16 rows 2.17 -> 1.96, 16x4096x11008 5.60 ->

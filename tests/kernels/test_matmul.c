@@ -679,6 +679,56 @@ static void test_balance(void) {
   tl_ctx_free(ctx);
 }
 
+/* How b is read by the skinny bf16 / int8 products (3-16 rows of a; docs/matmul.md): row-major
+ * (in place, or as a plain copy of each block when b's rows are a multiple of 4 KiB apart: int8
+ * only), blocks of 256 x 512, the executor's prefetch; past 16 rows (at the amx level: from 16)
+ * the VNNI tiles; 1 row streams from an eighth of the L3 (bf16, int8) or half (f32). The plans
+ * are only built (the data pointers are never read). */
+static void test_skinny_plan(void) {
+  tl_ctx *ctx;
+  tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1};
+  REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  const int amx = info.isa >= TL_ISA_AMX;
+  const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
+  static const struct {
+    tl_dtype da;
+    int64_t m, n, k;
+  } cs[] = {{TL_U8, 6, 4096, 4096}, {TL_U8, 7, 300, 4096}, {TL_U8, 16, 4096, 1000}, {TL_U8, 17, 4096, 1000},
+            {TL_BF16, 12, 4096, 4096}, {TL_BF16, 16, 2048, 700}, {TL_U8, 1, 4096, 4096}, {TL_BF16, 1, 1024, 4096},
+            {TL_F32, 1, 4096, 4096}};
+  char dummy[64];
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
+    const tl_dtype da = cs[i].da, db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
+    const int64_t sa[2] = {cs[i].m, cs[i].k}, sb[2] = {cs[i].k, cs[i].n}, sc[2] = {cs[i].m, cs[i].n};
+    tl_tensor a = tl_tensor_make(dummy, da, 2, sa), b = tl_tensor_make(dummy, db, 2, sb), c = tl_tensor_make(dummy, dc, 2, sc);
+    tl_mm_build bd;
+    const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+    const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &o, &bd);
+    CHECK(st == TL_OK, "[%s] prepare: %s", g_isa, tl_ctx_error(ctx));
+    if (st != TL_OK) continue;
+    const tl_blockspec *bs = &bd.in[bd.run.ib];
+    const int64_t m = cs[i].m, bytes = cs[i].n * cs[i].k * (int64_t)tl_dtype_size(db);
+    const char *what = da == TL_U8 ? "int8" : da == TL_BF16 ? "bf16" : "f32";
+    if (m == 1) {
+      const int stream = bytes > (da == TL_F32 ? l3 / 2 : l3 / 8);
+      CHECK(bd.run.stream == stream && (!stream || bs->stage == TL_STAGE_NEVER), "[%s] %s 1x%lldx%lld: stream %d, expected %d",
+            g_isa, what, (long long)cs[i].n, (long long)cs[i].k, bd.run.stream, stream);
+      continue;
+    }
+    const int rm = m <= (amx ? 15 : 16);
+    const int copy = rm && da == TL_U8 && cs[i].n % 4096 == 0;
+    CHECK(bd.run.rm == rm && bs->layout.tiled == !rm && (bs->stage == TL_STAGE_ALWAYS) == copy && bs->prefetch == 1,
+          "[%s] %s %lldx%lldx%lld: rm %d tiled %d stage %d prefetch %d (expected rm %d, copy %d)", g_isa, what, (long long)m,
+          (long long)cs[i].n, (long long)cs[i].k, bd.run.rm, bs->layout.tiled, (int)bs->stage, bs->prefetch, rm, copy);
+    if (rm)
+      CHECK(bd.run.BK <= 256 && (cs[i].n >= 2048 ? bd.run.BN == 512 : bd.run.BN <= 512), "[%s] %s %lld rows: blocks %lld x %lld",
+            g_isa, what, (long long)m, (long long)bd.run.BK, (long long)bd.run.BN);
+  }
+  tl_ctx_free(ctx);
+}
+
 static void test_cache(void) {
   /* more distinct shapes than the cache holds, then the first again */
   for (int r = 0; r < 2; r++)
@@ -789,6 +839,7 @@ int main(void) {
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
     RUN(test_balance);
+    RUN(test_skinny_plan);
     RUN(test_cache);
     RUN(test_refusals);
     tl_ctx_free(g_ctx);
