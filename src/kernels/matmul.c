@@ -398,7 +398,9 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * 0.45 -> 0.31 / 0.16 -> 0.14 ms, 1x4096x2048 1.26 -> 0.60 / 0.66 -> 0.27, 2x4096x2048 1.03
      * -> 0.63 / 0.51 -> 0.30; int8 1x4096x2048 0.52 -> 0.36 / 0.21 -> 0.22, 1x4096x4096 (16 MiB)
      * 0.95 -> 0.74 / 0.66 -> 0.34. int8 2 rows: cold faster, warm slower (2x4096x2048 0.49 ->
-     * 0.42 / 0.16 -> 0.21), so l3 / 2 as f32 */
+     * 0.42 / 0.16 -> 0.21), so l3 / 2 as f32. `tilec bench gemm --warm --threads 2 --peers none`,
+     * builds alternating, 5 rounds: int8 1x4096x4096 0.65 -> 0.38 ms, bf16 1x4096x2048 0.60 ->
+     * 0.27 (docs/matmul.md) */
     const int64_t lim = da == TL_BF16 || (da != TL_F32 && bd->M == 1) ? l3 / 8 : l3 / 2;
     r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
