@@ -42,6 +42,21 @@ static void bench_body(const tl_prog *p, tl_ref *refs, void *user) {
   ((float *)refs[1].data)[0] = 0.0f;
 }
 
+/* Times job j on ctx: one tl_call of a one-step kernel whose body runs the dots. Returns the
+ * rate in G(FL)OP/s for `flop` per dot, or -1 with the error printed (level names ctx's cap). */
+static double bench_run(tl_ctx *ctx, const char *level, bench_job *j, double flop) {
+  static float din[1], dout[1];
+  const int64_t one[1] = {1};
+  tl_tensor x = tl_tensor_make(din, TL_F32, 1, one), y = tl_tensor_make(dout, TL_F32, 1, one);
+  tl_blockspec spec = {.ndim = 1, .block = {1}};
+  tl_kernel k = {.name = "bench_dot", .body = bench_body, .user = j, .n_in = 1, .in = &spec, .n_out = 1, .out = &spec};
+  if (tl_call(ctx, &k, &x, &y) != TL_OK) {
+    fprintf(stderr, "%s: %s\n", level, tl_ctx_error(ctx));
+    return -1;
+  }
+  return flop * (double)j->reps / j->seconds * 1e-9;
+}
+
 /* A 2-D ref over data: row-major (layout zero) or tiled. */
 static tl_ref make_ref(void *data, tl_dtype dt, int64_t r, int64_t c, tl_layout l) {
   tl_ref x;
@@ -101,18 +116,11 @@ static int rm_table(tl_ctx *ctx, const char *level, tl_dtype da, int rounds) {
         j.acc.stride[0] = RLD;
         const double flop = 2.0 * (double)rms[i] * RN * (double)rk;
         j.reps = (int64_t)((i8 ? 6e8 : 3e8) / flop);
-        static float din[1], dout[1];
-        int64_t one[1] = {1};
-        tl_tensor x = tl_tensor_make(din, TL_F32, 1, one), y = tl_tensor_make(dout, TL_F32, 1, one);
-        tl_blockspec spec = {.ndim = 1, .block = {1}};
-        tl_kernel k = {.name = "bench_dot_rm", .body = bench_body, .user = &j, .n_in = 1, .in = &spec,
-                       .n_out = 1, .out = &spec};
-        if (tl_call(ctx, &k, &x, &y) != TL_OK) {
-          fprintf(stderr, "%s: %s\n", level, tl_ctx_error(ctx));
+        const double g = bench_run(ctx, level, &j, flop);
+        if (g < 0) {
           free(ra), free(rb), free(rt), free(rc);
           return 1;
         }
-        const double g = flop * (double)j.reps / j.seconds * 1e-9;
         if (g > rbest[i][t]) rbest[i][t] = g;
       }
   printf("\n%s M x %lld x 256, b row-major in place (rows %d or %d elements apart) and in 16-column tiles, in "
@@ -154,10 +162,6 @@ int main(int argc, char **argv) {
     tl_ctx_info_get(ctx[l], &info);
     have[l] = (int)info.isa == l;
   }
-  static float din[1], dout[1];
-  int64_t one[1] = {1};
-  tl_tensor x = tl_tensor_make(din, TL_F32, 1, one), y = tl_tensor_make(dout, TL_F32, 1, one);
-  tl_blockspec spec = {.ndim = 1, .block = {1}};
   for (int r = 0; r < rounds; r++) {
     for (int kind = 0; kind < 4; kind++) {
       for (int l = 0; l < 5; l++) {
@@ -185,13 +189,8 @@ int main(int argc, char **argv) {
         }
         double flop = 2.0 * (double)mm * (double)nn * (double)kk;
         j.reps = l == 0 ? (kind == 3 ? 2 : 20) : (int64_t)(2e8 / flop); /* ~2 ms per measurement on a vector path */
-        tl_kernel k = {.name = "bench_dot", .body = bench_body, .user = &j, .n_in = 1, .in = &spec,
-                       .n_out = 1, .out = &spec};
-        if (tl_call(ctx[l], &k, &x, &y) != TL_OK) {
-          fprintf(stderr, "%s: %s\n", levels[l], tl_ctx_error(ctx[l]));
-          return 1;
-        }
-        double g = flop * (double)j.reps / j.seconds * 1e-9;
+        const double g = bench_run(ctx[l], levels[l], &j, flop);
+        if (g < 0) return 1;
         if (g > best[l][kind]) best[l][kind] = g;
       }
     }
