@@ -51,40 +51,61 @@ static void tl_mm_pbuf_free(void *state) {
 }
 static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
 
-/* Tiles per output block of the pack kernel (columns of b per step: 16 x this). */
-#define TL_MM_PACK_TILES 8
+/* Rows of b per step of the pack kernel: a divisor of the tile rows tr that is a multiple of g
+ * (tl_mm_kgroup: tr is one too), near 64 KiB of b per step, at least g rows. */
+static int64_t tl_mm_pack_step(int64_t tr, int64_t N, int64_t es, int64_t g) {
+  int64_t r = TL_MAX(g, ((int64_t)64 << 10) / TL_MAX(1, N * es) / g * g);
+  if (r >= tr) return tr;
+  while (tr % r) r -= g;
+  return r;
+}
 
-/* The pack kernel's body: input block [tr, 16 * TL_MM_PACK_TILES] of b (row-major, any strides),
- * output block [1, TL_MM_PACK_TILES, tr * 16]: one tile per row, valid elements copied, the rest
- * of each tile zero. f32 here (vnni 1: rows of 16 columns); bf16 / int8 through the staging
- * packer, which interleaves pairs / quads of rows. */
-static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
-  (void)p;
-  const tl_mm_pbuf *pb = user;
-  const tl_ref *src = &refs[0], *dst = &refs[1];
-  const int64_t rows = src->valid[0], cols = src->valid[1], rs = src->stride[0], cs = src->stride[1];
-  const int64_t tr = src->shape[0];
-  if (pb->pack) {
-    static const uint32_t zero = 0; /* the padding (the portable packer pads only when given one) */
-    const tl_pack_job job = {.src = src->data, .src_rs = rs, .src_cs = cs, .rows = rows, .cols = cols,
-                             .dst = dst->data, .dst_rows = tr, .dst_cols = dst->valid[1] * 16,
-                             .layout = pb->lay, .esize = tl_dtype_size(src->dtype), .pad = &zero};
-    pb->pack(&job);
-    return;
-  }
-  for (int64_t t = 0; t < dst->valid[1]; t++) {
-    float *tile = (float *)dst->data + t * dst->stride[1];
-    const int64_t w = TL_MAX(0, TL_MIN(16, cols - t * 16));
-    const float *s = (const float *)src->data + t * 16 * cs;
-    for (int64_t r = 0; r < tr; r++, s += rs) {
-      float *d = tile + r * 16;
-      if (r < rows && w == 16 && cs == 1) {
-        memcpy(d, s, 16 * sizeof(float)); /* constant size: vector moves */
+/* f32 (no interleave): rows g0 .. g0 + R of b (src: the whole of b) into rows 0 .. R of nt tiles
+ * tstride elements apart from dst; rows past K and columns past N zero. */
+static void tl_mm_pack_f32(const tl_ref *src, int64_t g0, int64_t R, float *dst, int64_t nt, int64_t tstride) {
+  const int64_t K = src->valid[0], N = src->valid[1], rs = src->stride[0], cs = src->stride[1];
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t g = g0 + r;
+    const float *s = (const float *)src->data + g * rs;
+    float *d = dst + r * 16;
+    for (int64_t t = 0; t < nt; t++, d += tstride) {
+      const int64_t w = g < K ? TL_MAX(0, TL_MIN(16, N - t * 16)) : 0;
+      if (w == 16 && cs == 1) {
+        memcpy(d, s + t * 16, 16 * sizeof(float)); /* constant size: vector moves */
         continue;
       }
-      for (int64_t c = 0; c < 16; c++) d[c] = r < rows && c < w ? s[c * cs] : 0.0f;
+      for (int64_t c = 0; c < 16; c++) d[c] = c < w ? s[(t * 16 + c) * cs] : 0.0f;
     }
   }
+}
+
+/* The pack kernel's step (kt, rc): rows kt * tr + rc * R .. + R of b, all of its columns (src:
+ * the whole of b, read in place), into rows rc * R .. of every 16-column tile of tile row kt
+ * (dst: those rows of the tile row's tiles, dst->stride[1] elements apart). Valid elements
+ * copied, the rest of each tile zero. f32 here (vnni 1: rows of 16 columns); bf16 / int8
+ * through the staging packer, which interleaves pairs / quads of rows (R is a multiple of
+ * them). Each step reads whole rows of b, contiguous runs the hardware prefetchers stream;
+ * steps of tr rows x 128 columns, as before 2026-11-26, read a row-major b as runs of 512
+ * (f32), 256 (bf16) or 128 bytes (int8) a row stride apart (measured in docs/matmul.md, "b
+ * packed per call"). */
+static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
+  const tl_mm_pbuf *pb = user;
+  const tl_ref *src = &refs[0], *dst = &refs[1];
+  const int64_t R = dst->valid[2] / 16, nt = dst->valid[1], es = (int64_t)tl_dtype_size(src->dtype);
+  const int64_t g0 = tl_program_id(p, 0) * pb->lay.tile_r + tl_program_id(p, 1) * R;
+  if (!pb->pack) {
+    tl_mm_pack_f32(src, g0, R, (float *)dst->data, nt, dst->stride[1]);
+    return;
+  }
+  static const uint32_t zero = 0; /* the padding (the portable packer pads only when given one) */
+  tl_layout lay = pb->lay;
+  lay.tile_r = (uint16_t)R;
+  const tl_pack_job job = {.src = (const char *)src->data + g0 * src->stride[0] * es,
+                           .src_rs = src->stride[0], .src_cs = src->stride[1],
+                           .rows = TL_MAX(0, TL_MIN(R, src->valid[0] - g0)), .cols = src->valid[1],
+                           .dst = dst->data, .dst_rows = R, .dst_cols = nt * 16, .layout = lay,
+                           .esize = (size_t)es, .pad = &zero, .tile_stride = dst->stride[1]};
+  pb->pack(&job);
 }
 
 /* Packs the 2-D b ([K, N], K and N > 0, any strides) into dst (the packed storage of one matrix
@@ -94,17 +115,18 @@ static tl_status tl_mm_pack_run(tl_ctx *ctx, tl_mm_pbuf *pb, const tl_tensor *b,
   const tl_dtype dt = b->dtype;
   const int64_t K = b->shape[0], N = b->shape[1], es = (int64_t)tl_dtype_size(dt);
   const int64_t tr = lay.tile_r, nkt = TL_CDIV(K, tr), ntc = TL_CDIV(N, 16);
+  const int64_t R = tl_mm_pack_step(tr, N, es, tl_mm_kgroup(dt));
   const int64_t tshape[3] = {nkt, ntc, tr * 16};
   const tl_tensor tiles = tl_tensor_make(dst, dt, 3, tshape);
-  /* both in place, edge blocks too (the body reads and writes only their valid part): the kernel
-   * needs no VMEM, so any staging budget packs */
+  /* both in place (b whole; the rows of every tile of a tile row): the kernel needs no VMEM, so
+   * any staging budget packs */
   const tl_blockspec specs[2] = {
-      {.ndim = 2, .block = {tr, 16 * TL_MM_PACK_TILES}, .map = "k, j -> k, j", .stage = TL_STAGE_NEVER},
-      {.ndim = 3, .block = {1, TL_MM_PACK_TILES, tr * 16}, .map = "k, j -> k, j, 0", .stage = TL_STAGE_NEVER},
+      {.ndim = 2, .block = {0, 0}, .map = NULL, .stage = TL_STAGE_NEVER},
+      {.ndim = 3, .block = {1, 0, R * 16}, .map = "k, r -> k, 0, r", .stage = TL_STAGE_NEVER},
   };
-  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2,
-                       .grid = {nkt, TL_CDIV(ntc, TL_MM_PACK_TILES)}, .sem = {TL_PARALLEL, TL_PARALLEL},
-                       .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1], .user = pb};
+  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2, .grid = {nkt, tr / R},
+                       .sem = {TL_PARALLEL, TL_PARALLEL}, .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1],
+                       .user = pb};
   if (!pb->plan || pb->dt != dt || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1] ||
       memcmp(&pb->lay, &lay, sizeof lay) != 0) {
     tl_plan_free(pb->plan);

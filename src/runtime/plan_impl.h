@@ -27,6 +27,8 @@ typedef struct tl_pack_job {
   tl_layout layout;
   size_t esize;
   const void *pad;
+  int64_t tile_stride; /* tiled: elements from a tile's start to the next one's (0: tile_r * tile_c,
+                        * tiles back to back); larger packs rows of tiles that are taller */
 } tl_pack_job;
 typedef void (*tl_pack_fn)(const tl_pack_job *job);
 

@@ -89,14 +89,18 @@ void tl_pack_portable(const tl_pack_job *j) {
   const tl_layout l = j->layout;
   const int64_t tr = l.tile_r, tc = l.tile_c, v = l.vnni ? l.vnni : 1;
   const int64_t trows = TL_CDIV(j->dst_rows, tr), tcols = TL_CDIV(j->dst_cols, tc);
-  const int64_t tile = tr * tc;
-  if (j->pad) tl_fill_pattern(j->dst, trows * tcols * tile, j->pad, j->esize); /* then overwrite */
+  const int64_t tile = tr * tc, ts = j->tile_stride ? j->tile_stride : tile;
+  if (j->pad) { /* then overwrite */
+    if (ts == tile) tl_fill_pattern(j->dst, trows * tcols * tile, j->pad, j->esize);
+    else
+      for (int64_t t = 0; t < trows * tcols; t++) tl_fill_pattern(j->dst + t * ts * es, tile, j->pad, j->esize);
+  }
   for (int64_t r = 0; r < j->rows; r++) {
     const int64_t ti = r / tr, rr = r % tr;
     const char *s = j->src + r * j->src_rs * es;
     for (int64_t c = 0; c < j->cols; c++) {
       const int64_t tj = c / tc, cc = c % tc;
-      const int64_t off = (ti * tcols + tj) * tile + ((rr / v) * tc + cc) * v + rr % v;
+      const int64_t off = (ti * tcols + tj) * ts + ((rr / v) * tc + cc) * v + rr % v;
       tl_copy_elem(j->dst + off * es, s + c * j->src_cs * es, j->esize);
     }
   }

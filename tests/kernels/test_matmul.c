@@ -494,16 +494,19 @@ static void test_packed_long_k(void) {
 /* tl_matmul_pack_b's layout, element by element from its definition: matrix m of b at
  * m * (tiles per matrix) * tile_r * 16, element (r, c) in tile row r / tile_r, tile c / 16, at
  * (r % tile_r / vnni) * 16 * vnni + (c % 16) * vnni + r % vnni; every other element (padding)
- * zero. Batched, transposed and broadcast b, K and N that divide nothing, on this context and on
- * one with 4 KiB of VMEM (the pack kernel needs none). */
+ * zero. Batched, transposed and broadcast b, K and N that divide nothing, K over several tile
+ * rows, on this context and on one with 4 KiB of VMEM (the pack kernel needs none). */
 static void test_pack_layout(void) {
   static const tl_dtype dts[3][2] = {{TL_F32, TL_F32}, {TL_BF16, TL_BF16}, {TL_U8, TL_I8}};
   tl_ctx *tiny = NULL;
   tl_ctx_opts to = {.isa = g_isa, .vmem_bytes = 4096};
   CHECK(tl_ctx_new(&to, &tiny) == TL_OK, "tiny context: %s", tl_last_error());
   for (int d = 0; d < 3; d++)
-    for (int form = 0; form < 3; form++) { /* plain; transposed; batch dim broadcast (stride 0) */
-      const int64_t K = form == 1 ? 70 : 37, N = form == 2 ? 16 : 45, shape[3] = {2, K, N};
+    for (int form = 0; form < 4; form++) { /* plain; transposed; batch dim broadcast (stride 0);
+                                             * several tile rows, the last partial (f32 packs
+                                             * them in steps of 16 rows: rows past K zero) */
+      const int64_t K = form == 1 ? 70 : form == 3 ? 1100 : 37, N = form == 2 ? 16 : form == 3 ? 300 : 45;
+      const int64_t shape[3] = {2, K, N};
       mm_t b = mk(dts[d][1], 3, shape, form == 1, form == 2 ? 0 : -1);
       for (int cx = 0; cx < 2; cx++) {
         tl_ctx *ctx = cx ? tiny : g_ctx;

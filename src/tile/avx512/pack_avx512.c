@@ -88,7 +88,7 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
   if (j->pad) memcpy(&pad, j->pad, (size_t)es);
   const int64_t tr = l.tile_r, tc = l.tile_c;
   const int64_t trows = TL_CDIV(j->dst_rows, tr), tcols = TL_CDIV(j->dst_cols, tc);
-  const int64_t tile = tr * tc * es; /* bytes */
+  const int64_t tile = (j->tile_stride ? j->tile_stride : tr * tc) * es; /* bytes from tile to tile */
   /* v rows x 64 bytes at a time: whole-vector loads and in-register interleaves */
   const __m512i padv = es == 1 ? _mm512_set1_epi8((char)pad) : _mm512_set1_epi16((short)pad);
   const int64_t width = tcols * tc, step = 64 / es;
