@@ -228,11 +228,9 @@ static int tl_gemm_call(void *arg, int64_t set) {
     gp->bli_sgemm(0, 0, d->m, d->n, d->k, &one, a, d->k, 1, b, d->n, 1, &zero, c, d->n, 1);
     return 0;
   }
-  case TL_G_XSMM: { /* column-major: C^T [N, M] = B^T [N, K] A^T [K, M] */
-    float one = 1.0f, zero = 0.0f;
-    gp->xsmm_sgemm("N", "N", &n, &m, &k, &one, b, &n, a, &k, &zero, c, &n);
+  case TL_G_XSMM:
+    gp->xsmm_sgemm(m, n, k, a, b, c);
     return 0;
-  }
   case TL_G_DNNL:
   case TL_G_DNNL_PACKED:
     if (tl_gdnnl_run(gp, s->op, a, s->kind == TL_G_DNNL ? b : d->dpack[set], c) != 0) {
@@ -344,7 +342,7 @@ static int tl_gemm_group(tl_benv *env, const char *size, int64_t m, int64_t n, i
   if (dt == TL_GEMM_F32 && gp->ob_sgemm) tl_gemm_add(&g, &st[g.n], &d, TL_G_OPENBLAS, 0, "openblas cblas_sgemm");
   if (dt == TL_GEMM_BF16 && gp->ob_sbgemm) tl_gemm_add(&g, &st[g.n], &d, TL_G_OPENBLAS_SB, 0, "openblas cblas_sbgemm");
   if (dt == TL_GEMM_F32 && gp->bli_sgemm) tl_gemm_add(&g, &st[g.n], &d, TL_G_BLIS, 0, "blis bli_sgemm");
-  if (dt == TL_GEMM_F32 && gp->xsmm_sgemm) tl_gemm_add(&g, &st[g.n], &d, TL_G_XSMM, 0, "libxsmm_sgemm");
+  if (dt == TL_GEMM_F32 && gp->xsmm_sgemm) tl_gemm_add(&g, &st[g.n], &d, TL_G_XSMM, 0, "libxsmm xgemm_omp");
   for (int packed = 0; gp->dnnl && packed < 2; packed++) {
     im = tl_gemm_add(&g, &st[g.n], &d, packed ? TL_G_DNNL_PACKED : TL_G_DNNL, 0,
                      packed ? "onednn, B pre-packed" : "onednn matmul");

@@ -29,12 +29,10 @@ typedef struct tl_gpeers {
   /* BLIS native bli_sgemm (trans_t 0 = no transpose; row and column strides) */
   void (*bli_sgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, float *alpha, float *a, int64_t rsa, int64_t csa,
                     float *b, int64_t rsb, int64_t csb, float *beta, float *c, int64_t rsc, int64_t csc);
-  /* libxsmm_sgemm (BLAS convention: column-major, int dimensions) */
-  void (*xsmm_sgemm)(const char *ta, const char *tb, const int *m, const int *n, const int *k, const float *alpha,
-                     const float *a, const int *lda, const float *b, const int *ldb, const float *beta, float *c,
-                     const int *ldc);
+  /* libxsmm's f32 gemm through libtilec_xsmm_peer.so: c = a @ b, row-major, unit column strides */
+  void (*xsmm_sgemm)(int m, int n, int k, const float *a, const float *b, float *c);
   tl_gdnnl *dnnl;
-  char ob_desc[200], blis_desc[200], dnnl_desc[200], xsmm_desc[200];
+  char ob_desc[200], blis_desc[200], dnnl_desc[200], xsmm_desc[320];
 } tl_gpeers;
 
 /* Resolves the gemm entry points in the libraries bench_peers.c loaded (p), and loads libxsmm

@@ -2,7 +2,8 @@
  * time: cblas_sgemm (and cblas_sbgemm where the build has it) in the OpenBLAS bench_peers.c
  * opened, bli_sgemm in its BLIS (already forced to skx there), oneDNN's matmul primitive through
  * the 2.x C API (dlopen of libdnnl.so.2 again: the same library, its own engine and stream), and
- * libxsmm_sgemm when a shared libxsmm exists (Debian's libxsmm-dev ships static libraries only).
+ * and libxsmm's parallel f32 gemm (libxsmm_xgemm_omp) through libtilec_xsmm_peer.so, which the
+ * build makes from Debian's static libxsmm archives when they are installed.
  *
  * oneDNN: plain rows use weights in row-major [K, N] (format ab); pre-packed rows let the
  * primitive choose the weights' layout (format_tag_any) and reorder B into it once, outside the
@@ -13,6 +14,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_gemm_impl.h"
 
@@ -188,6 +190,42 @@ void tl_gdnnl_op_free(tl_gpeers *g, tl_gdnnl_op *op) {
 
 /* ---- loading (declared in bench_gemm_impl.h) ---- */
 
+/* libxsmm through libtilec_xsmm_peer.so (src/tools/peers/xsmm_peer.c: the build wraps Debian's
+ * static archives into it), looked for next to this binary (the build tree), in
+ * ../<libdir>/tilec from it (an installed tree, wherever its prefix), where the configured
+ * prefix installs it, then on the loader's path. */
+static void tl_gpeers_load_xsmm(tl_gpeers *g, int threads) {
+  static const char mod[] = "libtilec_xsmm_peer.so";
+  static const char *const rel[2] = {"", "../" TILEC_PEER_RELDIR "/"};
+  char path[4096 + 256];
+  void *h = NULL;
+  ssize_t n = readlink("/proc/self/exe", path, 4096);
+  char *slash = n > 0 ? (path[n] = 0, strrchr(path, '/')) : NULL;
+  for (int r = 0; slash && !h && r < 2; r++) {
+    snprintf(slash + 1, 256, "%s%s", rel[r], mod);
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!h) h = dlopen(TILEC_PEER_LIBDIR "/libtilec_xsmm_peer.so", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen(mod, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(g->xsmm_desc, sizeof g->xsmm_desc,
+             "libxsmm: not found (no %s: Debian's libxsmm-dev ships static archives only, which the build wraps into"
+             " it when libxsmm-dev and OpenMP are installed before CMake runs: scripts/deps.sh peers)", mod);
+    return;
+  }
+  *(void **)&g->xsmm_sgemm = dlsym(h, "tl_xsmm_peer_sgemm");
+  const char *(*version)(void) = NULL;
+  *(void **)&version = dlsym(h, "tl_xsmm_peer_version");
+  if (!g->xsmm_sgemm || !version) {
+    g->xsmm_sgemm = NULL;
+    snprintf(g->xsmm_desc, sizeof g->xsmm_desc, "libxsmm: %s lacks tl_xsmm_peer_sgemm / _version", mod);
+    return;
+  }
+  snprintf(g->xsmm_desc, sizeof g->xsmm_desc,
+           "libxsmm: %s (Debian's static archives in %s), libxsmm_xgemm_omp (f32 only), %d OpenMP thread%s", version(), mod,
+           threads, threads == 1 ? "" : "s");
+}
+
 void tl_gpeers_load(tl_gpeers *g, const tl_bpeers *p, int threads) {
   memset(g, 0, sizeof *g);
   if (p->openblas) {
@@ -208,20 +246,8 @@ void tl_gpeers_load(tl_gpeers *g, const tl_bpeers *p, int threads) {
   }
   if (p->dnnl) g->dnnl = tl_gdnnl_load(g->dnnl_desc, sizeof g->dnnl_desc);
   else snprintf(g->dnnl_desc, sizeof g->dnnl_desc, "onednn matmul: no oneDNN (above)");
-  if (p->want & 16) {
-    void *h = dlopen("libxsmm.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libxsmm.so", RTLD_NOW | RTLD_LOCAL);
-    if (h) *(void **)&g->xsmm_sgemm = dlsym(h, "libxsmm_sgemm");
-    if (!h)
-      snprintf(g->xsmm_desc, sizeof g->xsmm_desc, "libxsmm: not found (no libxsmm.so: Debian's libxsmm-dev ships static"
-                                                  " libraries only, which dlopen cannot load)");
-    else if (!g->xsmm_sgemm)
-      snprintf(g->xsmm_desc, sizeof g->xsmm_desc, "libxsmm: libxsmm.so lacks libxsmm_sgemm");
-    else
-      snprintf(g->xsmm_desc, sizeof g->xsmm_desc, "libxsmm: libxsmm_sgemm (f32 only, its own threading or none)");
-  } else {
-    snprintf(g->xsmm_desc, sizeof g->xsmm_desc, "libxsmm: not asked for (--peers)");
-  }
+  if (p->want & 16) tl_gpeers_load_xsmm(g, threads);
+  else snprintf(g->xsmm_desc, sizeof g->xsmm_desc, "libxsmm: not asked for (--peers)");
 }
 
 void tl_gpeers_close(tl_gpeers *g) {

@@ -22,6 +22,10 @@ so=$(find "$tmp/prefix" -name 'libtilec.so.0' | head -1)
 [ -n "$(find "$tmp/prefix" -name 'libtilec.a')" ] && ok || bad "libtilec.a not installed"
 pc=$(find "$tmp/prefix" -name tilec.pc | head -1)
 [ -n "$pc" ] && ok || bad "tilec.pc not installed"
+# the bench's libxsmm module, when the build made one (libxsmm-dev installed), in <libdir>/tilec
+if [ -e "$build/libtilec_xsmm_peer.so" ]; then
+  [ -n "$(find "$tmp/prefix" -path '*/tilec/libtilec_xsmm_peer.so')" ] && ok || bad "libtilec_xsmm_peer.so not installed in <libdir>/tilec"
+fi
 if [ -n "$so" ]; then
   soname=$(objdump -p "$so" 2>/dev/null | awk '/SONAME/ {print $2}')
   [ "$soname" = "libtilec.so.0" ] && ok || bad "SONAME is '$soname'"
