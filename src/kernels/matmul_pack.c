@@ -66,7 +66,7 @@ static void tl_mm_pack_f32(const tl_ref *src, int64_t g0, int64_t R, float *dst,
   const int64_t K = src->valid[0], N = src->valid[1], rs = src->stride[0], cs = src->stride[1];
   for (int64_t r = 0; r < R; r++) {
     const int64_t g = g0 + r;
-    const float *s = (const float *)src->data + g * rs;
+    const float *s = (const float *)src->data + (g < K ? g : 0) * rs; /* (rows past K: not read) */
     float *d = dst + r * 16;
     for (int64_t t = 0; t < nt; t++, d += tstride) {
       const int64_t w = g < K ? TL_MAX(0, TL_MIN(16, N - t * 16)) : 0;
@@ -100,9 +100,9 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
   static const uint32_t zero = 0; /* the padding (the portable packer pads only when given one) */
   tl_layout lay = pb->lay;
   lay.tile_r = (uint16_t)R;
-  const tl_pack_job job = {.src = (const char *)src->data + g0 * src->stride[0] * es,
-                           .src_rs = src->stride[0], .src_cs = src->stride[1],
-                           .rows = TL_MAX(0, TL_MIN(R, src->valid[0] - g0)), .cols = src->valid[1],
+  const int64_t rows = TL_MAX(0, TL_MIN(R, src->valid[0] - g0)); /* 0: all padding, src not read */
+  const tl_pack_job job = {.src = (const char *)src->data + (rows ? g0 : 0) * src->stride[0] * es,
+                           .src_rs = src->stride[0], .src_cs = src->stride[1], .rows = rows, .cols = src->valid[1],
                            .dst = dst->data, .dst_rows = R, .dst_cols = nt * 16, .layout = lay,
                            .esize = (size_t)es, .pad = &zero, .tile_stride = dst->stride[1]};
   pb->pack(&job);

@@ -2,7 +2,7 @@
  * time: cblas_sgemm (and cblas_sbgemm where the build has it) in the OpenBLAS bench_peers.c
  * opened, bli_sgemm in its BLIS (already forced to skx there), oneDNN's matmul primitive through
  * the 2.x C API (dlopen of libdnnl.so.2 again: the same library, its own engine and stream), and
- * and libxsmm's parallel f32 gemm (libxsmm_xgemm_omp) through libtilec_xsmm_peer.so, which the
+ * libxsmm's parallel f32 gemm (libxsmm_xgemm_omp) through libtilec_xsmm_peer.so, which the
  * build makes from Debian's static libxsmm archives when they are installed.
  *
  * oneDNN: plain rows use weights in row-major [K, N] (format ab); pre-packed rows let the
@@ -222,8 +222,8 @@ static void tl_gpeers_load_xsmm(tl_gpeers *g, int threads) {
     return;
   }
   snprintf(g->xsmm_desc, sizeof g->xsmm_desc,
-           "libxsmm: %s (Debian's static archives in %s), libxsmm_xgemm_omp (f32 only), %d OpenMP thread%s", version(), mod,
-           threads, threads == 1 ? "" : "s");
+           "libxsmm: %s (Debian's static archives in %s), libxsmm_xgemm_omp (f32 only) on OpenMP's threads"
+           " (OMP_NUM_THREADS below; --threads %d)", version(), mod, threads);
 }
 
 void tl_gpeers_load(tl_gpeers *g, const tl_bpeers *p, int threads) {

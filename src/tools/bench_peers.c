@@ -10,7 +10,7 @@
  *
  * The environment the peers read when they load is set here, before dlopen, only where the user
  * has not set it, and every value is stated in the header:
- *   OMP_NUM_THREADS=threads          BLIS and oneDNN use OpenMP (libgomp);
+ *   OMP_NUM_THREADS=threads          BLIS, oneDNN and libxsmm use OpenMP (libgomp);
  *   GOMP_SPINCOUNT=30000             libgomp's idle threads spin ~0.5 ms instead of ~4 ms, so the
  *                                    harness's 1 ms pause lets them sleep before the next case;
  *                                    OMP_WAIT_POLICY stays unset (passive made small calls 8x
