@@ -42,6 +42,7 @@ typedef struct tl_mm_pbuf {
   int64_t K, N, rs, cs;
   tl_layout lay;   /* the packed layout (the pack body's user data: this struct) */
   tl_pack_fn pack; /* bf16 / int8: the staging packer for lay at the context's ISA */
+  int64_t step;    /* rows of b per step of the pack kernel (tl_mm_pack_step) */
 } tl_mm_pbuf;
 
 static void tl_mm_pbuf_free(void *state) {
@@ -51,13 +52,15 @@ static void tl_mm_pbuf_free(void *state) {
 }
 static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
 
-/* Rows of b per step of the pack kernel: a divisor of the tile rows tr that is a multiple of g
- * (tl_mm_kgroup: tr is one too), near 64 KiB of b per step, at least g rows. */
+/* Bytes of b the pack kernel packs per step (whole rows: TL_MM_PACK_STEP_BYTES / row bytes). */
+#define TL_MM_PACK_STEP_BYTES ((int64_t)64 << 10)
+
+/* Rows of b per step of the pack kernel: a multiple of g (tl_mm_kgroup; the tile rows tr are
+ * one too) near TL_MM_PACK_STEP_BYTES of b, at least g, at most tr; the last step of a tile row
+ * takes what is left of it. */
 static int64_t tl_mm_pack_step(int64_t tr, int64_t N, int64_t es, int64_t g) {
-  int64_t r = TL_MAX(g, ((int64_t)64 << 10) / TL_MAX(1, N * es) / g * g);
-  if (r >= tr) return tr;
-  while (tr % r) r -= g;
-  return r;
+  const int64_t r = TL_MAX(g, TL_MM_PACK_STEP_BYTES / TL_MAX(1, N * es) / g * g);
+  return r < tr ? r : tr;
 }
 
 /* f32 (no interleave): rows g0 .. g0 + R of b (src: the whole of b) into rows 0 .. R of nt tiles
@@ -79,9 +82,10 @@ static void tl_mm_pack_f32(const tl_ref *src, int64_t g0, int64_t R, float *dst,
   }
 }
 
-/* The pack kernel's step (kt, rc): rows kt * tr + rc * R .. + R of b, all of its columns (src:
- * the whole of b, read in place), into rows rc * R .. of every 16-column tile of tile row kt
- * (dst: those rows of the tile row's tiles, dst->stride[1] elements apart). Valid elements
+/* The pack kernel's step (kt, rc): rows kt * tr + rc * S .. + R of b (S = pb->step; R = S, or
+ * what is left of the tile row), all of its columns (src: the whole of b, read in place), into
+ * rows rc * S .. + R of every 16-column tile of tile row kt (dst: those rows of the tile row's
+ * tiles, dst->stride[1] elements apart). Valid elements
  * copied, the rest of each tile zero. f32 here (vnni 1: rows of 16 columns); bf16 / int8
  * through the staging packer, which interleaves pairs / quads of rows (R is a multiple of
  * them). Each step reads whole rows of b, contiguous runs the hardware prefetchers stream;
@@ -92,7 +96,7 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
   const tl_mm_pbuf *pb = user;
   const tl_ref *src = &refs[0], *dst = &refs[1];
   const int64_t R = dst->valid[2] / 16, nt = dst->valid[1], es = (int64_t)tl_dtype_size(src->dtype);
-  const int64_t g0 = tl_program_id(p, 0) * pb->lay.tile_r + tl_program_id(p, 1) * R;
+  const int64_t g0 = tl_program_id(p, 0) * pb->lay.tile_r + tl_program_id(p, 1) * pb->step;
   if (!pb->pack) {
     tl_mm_pack_f32(src, g0, R, (float *)dst->data, nt, dst->stride[1]);
     return;
@@ -119,12 +123,13 @@ static tl_status tl_mm_pack_run(tl_ctx *ctx, tl_mm_pbuf *pb, const tl_tensor *b,
   const int64_t tshape[3] = {nkt, ntc, tr * 16};
   const tl_tensor tiles = tl_tensor_make(dst, dt, 3, tshape);
   /* both in place (b whole; the rows of every tile of a tile row): the kernel needs no VMEM, so
-   * any staging budget packs */
+   * any staging budget packs. (The plan counts the whole of b as read once per worker: the
+   * bytes it reports for this kernel are threads x b's, which nothing shows or compares.) */
   const tl_blockspec specs[2] = {
       {.ndim = 2, .block = {0, 0}, .map = NULL, .stage = TL_STAGE_NEVER},
       {.ndim = 3, .block = {1, 0, R * 16}, .map = "k, r -> k, 0, r", .stage = TL_STAGE_NEVER},
   };
-  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2, .grid = {nkt, tr / R},
+  const tl_kernel k = {.name = "matmul_pack_b", .body = tl_mm_pack_body, .grid_ndim = 2, .grid = {nkt, TL_CDIV(tr, R)},
                        .sem = {TL_PARALLEL, TL_PARALLEL}, .n_in = 1, .in = &specs[0], .n_out = 1, .out = &specs[1],
                        .user = pb};
   if (!pb->plan || pb->dt != dt || pb->K != K || pb->N != N || pb->rs != b->stride[0] || pb->cs != b->stride[1] ||
@@ -133,7 +138,7 @@ static tl_status tl_mm_pack_run(tl_ctx *ctx, tl_mm_pbuf *pb, const tl_tensor *b,
     pb->plan = NULL;
     tl_ctx_info info;
     tl_ctx_info_get(ctx, &info);
-    pb->lay = lay;
+    pb->lay = lay, pb->step = R;
     pb->pack = dt == TL_F32 ? NULL : tl_packer_find((size_t)es, lay, info.isa);
     tl_status s = tl_plan_new(ctx, &k, b, &tiles, &pb->plan);
     if (s != TL_OK) return s;

@@ -191,12 +191,12 @@ void tl_gdnnl_op_free(tl_gpeers *g, tl_gdnnl_op *op) {
 /* ---- loading (declared in bench_gemm_impl.h) ---- */
 
 /* libxsmm through libtilec_xsmm_peer.so (src/tools/peers/xsmm_peer.c: the build wraps Debian's
- * static archives into it), looked for next to this binary (the build tree), in
- * ../<libdir>/tilec from it (an installed tree, wherever its prefix), where the configured
- * prefix installs it, then on the loader's path. */
+ * static archives into it), looked for next to this binary (the build tree), in <libdir>/tilec
+ * relative to it (an installed tree, wherever its prefix), where the configured prefix installs
+ * it, then on the loader's path. */
 static void tl_gpeers_load_xsmm(tl_gpeers *g, int threads) {
   static const char mod[] = "libtilec_xsmm_peer.so";
-  static const char *const rel[2] = {"", "../" TILEC_PEER_RELDIR "/"};
+  static const char *const rel[2] = {"", TILEC_PEER_RELDIR "/"};
   char path[4096 + 256];
   void *h = NULL;
   ssize_t n = readlink("/proc/self/exe", path, 4096);
@@ -209,8 +209,9 @@ static void tl_gpeers_load_xsmm(tl_gpeers *g, int threads) {
   if (!h) h = dlopen(mod, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     snprintf(g->xsmm_desc, sizeof g->xsmm_desc,
-             "libxsmm: not found (no %s: Debian's libxsmm-dev ships static archives only, which the build wraps into"
-             " it when libxsmm-dev and OpenMP are installed before CMake runs: scripts/deps.sh peers)", mod);
+             "libxsmm: not found (no %s: Debian's libxsmm-dev ships static archives only, which a build without"
+             " sanitizers wraps into it when libxsmm-dev and OpenMP are installed before CMake runs: scripts/deps.sh"
+             " peers)", mod);
     return;
   }
   *(void **)&g->xsmm_sgemm = dlsym(h, "tl_xsmm_peer_sgemm");

@@ -502,12 +502,15 @@ static void test_pack_layout(void) {
   tl_ctx_opts to = {.isa = g_isa, .vmem_bytes = 4096};
   CHECK(tl_ctx_new(&to, &tiny) == TL_OK, "tiny context: %s", tl_last_error());
   for (int d = 0; d < 3; d++)
-    for (int form = 0; form < 4; form++) { /* plain; transposed; batch dim broadcast (stride 0);
-                                             * several tile rows, the last partial (f32 packs
-                                             * them in steps of 16 rows: rows past K zero) */
-      const int64_t K = form == 1 ? 70 : form == 3 ? 1100 : 37, N = form == 2 ? 16 : form == 3 ? 300 : 45;
+    for (int form = 0; form < 5; form++) { /* plain; transposed; batch dim broadcast (stride 0);
+                                             * several tile rows, the last partial, packed in
+                                             * steps of rows (3: a last step of padding rows
+                                             * only, for every dtype; 4: transposed, a tile row
+                                             * not a whole number of steps for f32) */
+      const int64_t K = form == 1 ? 70 : form == 3 ? 1057 : form == 4 ? 1100 : 37;
+      const int64_t N = form == 2 ? 16 : form == 3 ? 1041 : form == 4 ? 300 : 45;
       const int64_t shape[3] = {2, K, N};
-      mm_t b = mk(dts[d][1], 3, shape, form == 1, form == 2 ? 0 : -1);
+      mm_t b = mk(dts[d][1], 3, shape, form == 1 || form == 4, form == 2 ? 0 : -1);
       for (int cx = 0; cx < 2; cx++) {
         tl_ctx *ctx = cx ? tiny : g_ctx;
         if (!ctx) continue;

@@ -22,15 +22,19 @@ so=$(find "$tmp/prefix" -name 'libtilec.so.0' | head -1)
 [ -n "$(find "$tmp/prefix" -name 'libtilec.a')" ] && ok || bad "libtilec.a not installed"
 pc=$(find "$tmp/prefix" -name tilec.pc | head -1)
 [ -n "$pc" ] && ok || bad "tilec.pc not installed"
-# the bench's libxsmm module, when the build made one (libxsmm-dev installed), in <libdir>/tilec
-if [ -e "$build/libtilec_xsmm_peer.so" ]; then
-  [ -n "$(find "$tmp/prefix" -path '*/tilec/libtilec_xsmm_peer.so')" ] && ok || bad "libtilec_xsmm_peer.so not installed in <libdir>/tilec"
-fi
 if [ -n "$so" ]; then
   soname=$(objdump -p "$so" 2>/dev/null | awk '/SONAME/ {print $2}')
   [ "$soname" = "libtilec.so.0" ] && ok || bad "SONAME is '$soname'"
 fi
 libdir=$(dirname "${so:-$tmp/prefix/lib/x}")
+# the bench's libxsmm module, when the build made one (libxsmm-dev installed): in <libdir>/tilec,
+# where the installed tilec finds it
+if [ -e "$build/libtilec_xsmm_peer.so" ]; then
+  [ -e "$libdir/tilec/libtilec_xsmm_peer.so" ] && ok || bad "libtilec_xsmm_peer.so not installed in $libdir/tilec"
+  "$tmp/prefix/bin/tilec" bench gemm --quick --peers libxsmm --sizes 8x8x8 --threads 1 >"$tmp/xsmm.out" 2>&1
+  grep -q "^  libxsmm: [0-9.]* (Debian's static archives in libtilec_xsmm_peer.so)" "$tmp/xsmm.out" && ok ||
+    bad "the installed tilec does not find the installed libxsmm module"
+fi
 
 # pkg-config
 if command -v pkg-config >/dev/null && [ -n "$pc" ]; then
