@@ -43,6 +43,7 @@ typedef struct tl_mm_pbuf {
   tl_layout lay;   /* the packed layout (the pack body's user data: this struct) */
   tl_pack_fn pack; /* bf16 / int8: the staging packer for lay at the context's ISA */
   int64_t step;    /* rows of b per step of the pack kernel (tl_mm_pack_step) */
+  int nt;          /* bf16 / int8: non-temporal stores (TL_MM_PACK_NT_DIV) */
 } tl_mm_pbuf;
 
 static void tl_mm_pbuf_free(void *state) {
@@ -51,6 +52,17 @@ static void tl_mm_pbuf_free(void *state) {
   tl_free_mem(pb);
 }
 static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
+
+/* bf16 / int8 packed storage past the L3 over this goes out with non-temporal stores (the
+ * staging packer's; f32 keeps plain copies): the product reads it back from memory as fast as
+ * from the caches, and the stores skip reading their lines first. `tilec bench gemm --threads 2
+ * --peers none`, plain, 4 rounds, builds alternating: bf16 200x2048x2048 4.53 -> 4.26 ms,
+ * 200x4096x4096 17.60 -> 16.82, 2048x4096x4096 156.2 -> 155.5 (2 of 4); int8 136x4096x4096
+ * 6.91 -> 6.14, 256x4096x11008 29.6 -> 28.4 (faster in 4 of 4 unless said). With the stores
+ * on for every size (4 rounds, an environment switch): warm (--warm) 200x4096x4096 17.79 ->
+ * 17.04, 200x2048x2048 even, and a 2 MiB b (bf16 200x1024x1024) 2-3% slower, cold and warm,
+ * hence the threshold. f32 with them: within noise at 512^3-2048^3 (4 rounds). */
+#define TL_MM_PACK_NT_DIV 8
 
 /* Bytes of b the pack kernel packs per step (whole rows: TL_MM_PACK_STEP_BYTES / row bytes). */
 #define TL_MM_PACK_STEP_BYTES ((int64_t)64 << 10)
@@ -108,7 +120,7 @@ static void tl_mm_pack_body(const tl_prog *p, tl_ref *refs, void *user) {
   const tl_pack_job job = {.src = (const char *)src->data + (rows ? g0 : 0) * src->stride[0] * es,
                            .src_rs = src->stride[0], .src_cs = src->stride[1], .rows = rows, .cols = src->valid[1],
                            .dst = dst->data, .dst_rows = R, .dst_cols = nt * 16, .layout = lay,
-                           .esize = (size_t)es, .pad = &zero, .tile_stride = dst->stride[1]};
+                           .esize = (size_t)es, .pad = &zero, .tile_stride = dst->stride[1], .nt = pb->nt};
   pb->pack(&job);
 }
 
@@ -139,6 +151,8 @@ static tl_status tl_mm_pack_run(tl_ctx *ctx, tl_mm_pbuf *pb, const tl_tensor *b,
     tl_ctx_info info;
     tl_ctx_info_get(ctx, &info);
     pb->lay = lay, pb->step = R;
+    const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
+    pb->nt = nkt * tr * ntc * 16 * es > l3 / TL_MM_PACK_NT_DIV;
     pb->pack = dt == TL_F32 ? NULL : tl_packer_find((size_t)es, lay, info.isa);
     tl_status s = tl_plan_new(ctx, &k, b, &tiles, &pb->plan);
     if (s != TL_OK) return s;

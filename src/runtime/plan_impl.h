@@ -29,6 +29,7 @@ typedef struct tl_pack_job {
   const void *pad;
   int64_t tile_stride; /* tiled: elements from a tile's start to the next one's (0: tile_r * tile_c,
                         * tiles back to back); larger packs rows of tiles that are taller */
+  int nt;              /* 1: non-temporal stores where the packer has them (dst 64-byte aligned) */
 } tl_pack_job;
 typedef void (*tl_pack_fn)(const tl_pack_job *job);
 

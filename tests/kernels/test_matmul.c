@@ -491,6 +491,33 @@ static void test_packed_long_k(void) {
     }
 }
 
+/* Elements of the nmat matrices of b ([nmat, K, N], or [K, N] when nmat is 1) not where
+ * tl_matmul_pack_b's layout puts them in pb: matrix m at m * (tiles per matrix) * tile_r * 16,
+ * element (r, c) in tile row r / tile_r, tile c / 16, at (r % tile_r / vnni) * 16 * vnni +
+ * (c % 16) * vnni + r % vnni; *pad counts the bytes of every other element (padding) not zero. */
+static int64_t pack_mismatches(const tl_tensor *b, const tl_tensor *pb, int64_t nmat, int64_t *pad) {
+  const int nd = b->ndim;
+  const int64_t K = b->shape[nd - 2], N = b->shape[nd - 1];
+  const int64_t es = (int64_t)tl_dtype_size(pb->dtype), tr = pb->layout.tile_r, v = pb->layout.vnni, ntc = (N + 15) / 16;
+  const int64_t mat = (K + tr - 1) / tr * tr * ntc * 16, total = nmat * mat;
+  char *seen = calloc((size_t)total, 1);
+  int64_t bad = 0;
+  *pad = 0;
+  for (int64_t m = 0; m < nmat; m++)
+    for (int64_t r = 0; r < K; r++)
+      for (int64_t c = 0; c < N; c++) {
+        const int64_t idx3[3] = {m, r, c}, idx2[2] = {r, c};
+        const int64_t at = m * mat + (r / tr) * ntc * tr * 16 + (c / 16) * tr * 16 + (r % tr / v) * 16 * v + (c % 16) * v + r % v;
+        seen[at] = 1;
+        bad += memcmp((const char *)pb->data + at * es, tl_tensor_at(b, nd == 3 ? idx3 : idx2), (size_t)es) != 0;
+      }
+  for (int64_t e = 0; e < total; e++)
+    if (!seen[e])
+      for (int64_t q = 0; q < es; q++) *pad += ((const char *)pb->data)[e * es + q] != 0;
+  free(seen);
+  return bad;
+}
+
 /* tl_matmul_pack_b's layout, element by element from its definition: matrix m of b at
  * m * (tiles per matrix) * tile_r * 16, element (r, c) in tile row r / tile_r, tile c / 16, at
  * (r % tile_r / vnni) * 16 * vnni + (c % 16) * vnni + r % vnni; every other element (padding)
@@ -519,31 +546,45 @@ static void test_pack_layout(void) {
         CHECK(s == TL_OK, "[%s] pack_b %s form %d ctx %d: %s", g_isa, tl_dtype_name(dts[d][1]), form, cx, tl_ctx_error(ctx));
         if (s != TL_OK) continue;
         const tl_layout l = pb.layout;
-        const int64_t es = (int64_t)tl_dtype_size(pb.dtype), tr = l.tile_r, v = l.vnni, ntc = (N + 15) / 16;
-        const int64_t mat = (K + tr - 1) / tr * tr * ntc * 16, total = 2 * mat;
+        const int64_t v = l.vnni, tr = l.tile_r;
         CHECK(l.tiled && l.tile_c == 16 && v == (d == 0 ? 1 : d == 1 ? 2 : 4) && tr % (16 * v) == 0 && pb.ndim == 3,
               "[%s] %s layout tile_r %d vnni %d", g_isa, tl_dtype_name(pb.dtype), l.tile_r, l.vnni);
-        char *seen = calloc((size_t)total, 1);
-        int64_t bad = 0, pad = 0;
-        for (int64_t m = 0; m < 2; m++)
-          for (int64_t r = 0; r < K; r++)
-            for (int64_t c = 0; c < N; c++) {
-              const int64_t idx[3] = {m, r, c};
-              const int64_t at = m * mat + (r / tr) * ntc * tr * 16 + (c / 16) * tr * 16 + (r % tr / v) * 16 * v + (c % 16) * v + r % v;
-              seen[at] = 1;
-              bad += memcmp((const char *)pb.data + at * es, tl_tensor_at(&b.t, idx), (size_t)es) != 0;
-            }
-        for (int64_t e = 0; e < total; e++)
-          if (!seen[e])
-            for (int64_t q = 0; q < es; q++) pad += ((const char *)pb.data)[e * es + q] != 0;
+        int64_t pad = 0;
+        const int64_t bad = pack_mismatches(&b.t, &pb, 2, &pad);
         CHECK(bad == 0 && pad == 0, "[%s] %s form %d ctx %d: %lld elements misplaced, %lld padding bytes not zero", g_isa,
               tl_dtype_name(pb.dtype), form, cx, (long long)bad, (long long)pad);
-        free(seen);
         tl_free(pb.data);
       }
       free(b.mem);
     }
   tl_ctx_free(tiny);
+}
+
+/* bf16 / int8 b whose packed storage is past an eighth of the L3: the pack kernel writes it
+ * with non-temporal stores (matmul_pack.c, TL_MM_PACK_NT_DIV); every element and padding byte
+ * checked as in test_pack_layout (N not a multiple of 16, K not one of the tile rows). */
+static void test_pack_nt(void) {
+  tl_ctx_info info;
+  tl_ctx_info_get(g_ctx, &info);
+  const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
+  for (int d = 0; d < 2; d++) {
+    const tl_dtype da = d ? TL_U8 : TL_BF16, db = d ? TL_I8 : TL_BF16;
+    const int64_t N = 1100, es = d ? 1 : 2, K = l3 / 8 / (1104 * es) + 77, shape[2] = {K, N};
+    mm_t b = mk(db, 2, shape, 0, -1);
+    tl_tensor pb;
+    const tl_status s = tl_matmul_pack_b(g_ctx, &b.t, da, &pb);
+    CHECK(s == TL_OK, "[%s] pack_b %s K %lld: %s", g_isa, tl_dtype_name(db), (long long)K, tl_ctx_error(g_ctx));
+    if (s == TL_OK) {
+      int64_t pad = 0;
+      const int64_t bad = pack_mismatches(&b.t, &pb, 1, &pad);
+      CHECK(bad == 0 && pad == 0, "[%s] %s K %lld N %lld (%lld MiB packed): %lld elements misplaced, %lld padding bytes not zero",
+            g_isa, tl_dtype_name(db), (long long)K, (long long)N,
+            (long long)((K + pb.layout.tile_r - 1) / pb.layout.tile_r * pb.layout.tile_r * 1104 * es >> 20), (long long)bad,
+            (long long)pad);
+      tl_free(pb.data);
+    }
+    free(b.mem);
+  }
 }
 
 /* f32 b whose rows are not on 64-byte lines (the dot then runs a narrower first panel up to the
@@ -840,6 +881,7 @@ int main(void) {
     RUN(test_packed_skinny);
     RUN(test_packed_long_k);
     RUN(test_pack_layout);
+    RUN(test_pack_nt);
     RUN(test_misaligned_b);
     RUN(test_stream);
     RUN(test_k0_and_empty);

@@ -473,12 +473,14 @@ static void test_packers(void) {
      * taller tile row, matmul_pack_b), which neither packer may write */
     const int64_t tile = (int64_t)l.tile_r * l.tile_c, ts = t % 3 == 2 ? tile + l.tile_c * test_rng_int(&rng, 1, 9) : 0;
     const int64_t ntiles = TL_CDIV(dr, l.tile_r) * TL_CDIV(dc, l.tile_c), nb = ntiles * (ts ? ts : tile) * es;
-    unsigned char *d1 = malloc((size_t)nb), *d2 = malloc((size_t)nb);
+    /* 64-byte aligned, and every other job asks for non-temporal stores (the AVX-512 packer
+     * takes them where its stores land on lines; tl_pack_portable ignores the flag) */
+    unsigned char *d1 = aligned_alloc(64, (size_t)(nb + 63) / 64 * 64), *d2 = aligned_alloc(64, (size_t)(nb + 63) / 64 * 64);
     memset(d1, 0xA5, (size_t)nb);
     memset(d2, 0x5A, (size_t)nb);
     uint16_t pad = (uint16_t)test_rng_u64(&rng);
     tl_pack_job j = {.src = (const char *)src, .src_rs = rs, .src_cs = 1, .rows = rows, .cols = cols,
-                     .dst_rows = dr, .dst_cols = dc, .layout = l, .esize = (size_t)es, .pad = &pad, .tile_stride = ts};
+                     .dst_rows = dr, .dst_cols = dc, .layout = l, .esize = (size_t)es, .pad = &pad, .tile_stride = ts, .nt = t % 2};
     j.dst = (char *)d1;
     tl_pack_portable(&j);
     j.dst = (char *)d2;

@@ -64,15 +64,19 @@ static inline __attribute__((always_inline)) void tl_p5_group(const tl_pack_job 
   out[1] = _mm512_permutex2var_epi16(a, i1, b);
 }
 
-/* gn groups from row r0 at column c, their nq 16-column vectors stored at dq[q] + g * dstep. es,
- * gn and full are constants for a chunk wholly inside the source (full: plain loads, no bounds). */
+/* gn groups from row r0 at column c, their nq 16-column vectors stored at dq[q] + g * dstep
+ * (nt: non-temporal stores, every address 64-byte aligned). es, gn and full are constants for a
+ * chunk wholly inside the source (full: plain loads, no bounds). */
 static inline __attribute__((always_inline)) void tl_p5_chunk(const tl_pack_job *j, int64_t r0, int64_t c, int64_t es,
                                                               int64_t v, int64_t gn, __m512i padv, int full,
-                                                              char *const *dq, int nq, int64_t dstep) {
+                                                              char *const *dq, int nq, int64_t dstep, int nt) {
   for (int64_t g = 0; g < gn; g++) {
     __m512i out[4];
     tl_p5_group(j, r0 + g * v, c, es, padv, full, out);
-    for (int q = 0; q < nq; q++) _mm512_storeu_si512(dq[q] + g * dstep, out[q]);
+    for (int q = 0; q < nq; q++) {
+      if (nt) _mm512_stream_si512((void *)(dq[q] + g * dstep), out[q]);
+      else _mm512_storeu_si512(dq[q] + g * dstep, out[q]);
+    }
   }
 }
 
@@ -89,6 +93,9 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
   const int64_t tr = l.tile_r, tc = l.tile_c;
   const int64_t trows = TL_CDIV(j->dst_rows, tr), tcols = TL_CDIV(j->dst_cols, tc);
   const int64_t tile = (j->tile_stride ? j->tile_stride : tr * tc) * es; /* bytes from tile to tile */
+  /* non-temporal stores when asked and every 64-byte store lands on a line (dst and the tile
+   * stride aligned; group rows are 64 bytes) */
+  const int nt = j->nt && (uintptr_t)j->dst % 64 == 0 && tile % 64 == 0;
   /* v rows x 64 bytes at a time: whole-vector loads and in-register interleaves */
   const __m512i padv = es == 1 ? _mm512_set1_epi8((char)pad) : _mm512_set1_epi16((short)pad);
   const int64_t width = tcols * tc, step = 64 / es;
@@ -114,11 +121,12 @@ void tl_avx512_pack_vnni(const tl_pack_job *j) {
           dq[q] = j->dst + (ti * tcols + (c + 16 * q) / tc) * tile + (g0 * tc + (c + 16 * q) % tc) * 4;
         const int64_t r0 = ti * tr + g0 * v;
         if (gn == G && r0 + G * v <= j->rows && c + step <= j->cols) { /* interior */
-          if (es == 1) tl_p5_chunk(j, r0, c, 1, 4, TL_P5_ROWS1 / 4, padv, 1, dq, 4, tc * 4);
-          else tl_p5_chunk(j, r0, c, 2, 2, TL_P5_ROWS2 / 2, padv, 1, dq, 2, tc * 4);
+          if (es == 1) tl_p5_chunk(j, r0, c, 1, 4, TL_P5_ROWS1 / 4, padv, 1, dq, 4, tc * 4, nt);
+          else tl_p5_chunk(j, r0, c, 2, 2, TL_P5_ROWS2 / 2, padv, 1, dq, 2, tc * 4, nt);
         } else {
-          tl_p5_chunk(j, r0, c, es, v, gn, padv, 0, dq, nq, tc * 4);
+          tl_p5_chunk(j, r0, c, es, v, gn, padv, 0, dq, nq, tc * 4, nt);
         }
       }
     }
+  if (nt) _mm_sfence();
 }
