@@ -53,8 +53,8 @@ static void tl_mm_pbuf_free(void *state) {
 }
 static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
 
-/* bf16 / int8 packed storage past the L3 over this goes out with non-temporal stores (the
- * staging packer's; f32 keeps plain copies): the product reads it back from memory as fast as
+/* bf16 / int8 packed storage larger than the L3 divided by this is written with non-temporal
+ * stores (the staging packer's; f32 keeps plain copies): the product reads it back from memory as fast as
  * from the caches, and the stores skip reading their lines first. `tilec bench gemm --threads 2
  * --peers none`, plain, 4 rounds, builds alternating: bf16 200x2048x2048 4.53 -> 4.26 ms,
  * 200x4096x4096 17.60 -> 16.82, 2048x4096x4096 156.2 -> 155.5 (2 of 4); int8 136x4096x4096
