@@ -74,6 +74,14 @@ static tl_ref make_ref(void *data, tl_dtype dt, int64_t r, int64_t c, tl_layout 
   return x;
 }
 
+/* n elements at p: int8 small values (i % mod), or bf16 finite values near 1 (0x3C00 + small
+ * mantissas, mod + 48 of them). */
+static void rm_fill(char *p, int64_t n, int i8, int mod) {
+  for (int64_t i = 0; i < n; i++)
+    if (i8) p[i] = (char)(i % mod);
+    else ((uint16_t *)p)[i] = 0x3C00 + (uint16_t)(i % (mod + 48));
+}
+
 /* One skinny table: bf16 M x 512 x 256 or u8 x s8 M x 1024 x 256, b row-major in place with rows
  * 4096 elements apart (a block of a 4096-wide matrix: rows on one page offset, which share their
  * cache sets) and 4096 + 64 apart (not), against the same b in 16-column tiles, in L2, 1-16
@@ -92,16 +100,9 @@ static int rm_table(tl_ctx *ctx, const char *level, tl_dtype da, int rounds) {
     free(ra), free(rb), free(rt), free(rc);
     return 1;
   }
-  /* bf16: finite values near 1 (0x3C00 + small mantissas); int8: small values */
-  for (int64_t i = 0; i < 16 * rk; i++)
-    if (i8) ra[i] = (char)(i % 7);
-    else ((uint16_t *)ra)[i] = 0x3C00 + (uint16_t)(i % 61);
-  for (int64_t i = 0; i < rk * RLDP; i++)
-    if (i8) rb[i] = (char)(i % 5);
-    else ((uint16_t *)rb)[i] = 0x3C00 + (uint16_t)(i % 53);
-  for (int64_t i = 0; i < rk * RN; i++)
-    if (i8) rt[i] = (char)(i % 5);
-    else ((uint16_t *)rt)[i] = 0x3C00 + (uint16_t)(i % 53);
+  rm_fill(ra, 16 * rk, i8, 7);
+  rm_fill(rb, rk * RLDP, i8, 5);
+  rm_fill(rt, rk * RN, i8, 5);
   memset(rc, 0, sizeof(float) * 16 * RLD);
   double rbest[NR][3] = {{0}}; /* b row-major RLD apart, RLDP apart, tiled */
   for (int r = 0; r < rounds; r++)

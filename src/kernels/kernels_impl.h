@@ -59,4 +59,10 @@ int64_t tl_kcase_elems(int64_t a, int64_t b, const char *what, char *err, size_t
 /* Allocates buffer slot `slot` of kc with n random f32 values in [lo, hi) (deterministic from
  * seed); NULL when out of memory or n is outside 0..TL_KCASE_MAX_ELEMS. */
 float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double hi, uint64_t seed);
+/* The last-level cache the kernels size their choices by: CPUID's L3 (tl_ctx_info), or 32 MiB
+ * when CPUID gives none. */
+static inline int64_t tl_kernels_l3_bytes(const tl_ctx_info *info) {
+  return info->cpu.l3_bytes > 0 ? info->cpu.l3_bytes : (int64_t)32 << 20;
+}
+
 #endif /* TL_KERNELS_IMPL_H */

@@ -228,9 +228,9 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
    * skinny shape it was given (`tilec tune matmul S --dtype int8`: 4, 8, 16 x 4096 x 4096 and
    * 16 x 4096 x 11008 / 16 x 11008 x 4096, 5-38% over the heuristic; `tilec tune --compare
    * matmul 16x4096x4096 --dtype bf16`: 6%). `tilec bench gemm --threads 2 --dtype D --peers
-   * none`, the VNNI K block x 256 against
-   * 256 x 512, builds alternating, 5-8 rounds, plain medians: int8 4x4096x4096 0.76 -> 0.64 ms,
-   * 16 rows 1.22 -> 1.14, 16x4096x11008 3.10 -> 2.88, 4x1024x1024 71 -> 49 us; bf16
+   * none`, the VNNI K block x 256 against 256 x 512, builds alternating, 5-8 rounds, plain
+   * medians: int8 4x4096x4096 0.76 -> 0.64 ms, 16 rows 1.22 -> 1.14, 16x4096x11008 3.10 ->
+   * 2.88, 4x1024x1024 71 -> 49 us; bf16
    * 3x4096x4096 1.21 -> 1.15, 8 rows 1.47 -> 1.38, 16 rows 2.17 -> 1.96, 16x4096x11008 5.60 ->
    * 5.20, 12x1000x1000 171 -> 139 us; 16x11008x4096 within noise in both */
   if (bd->run.rm && !bd->run.stream && M > 2) {
@@ -388,7 +388,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
    * streams b's rows in place (its streaming walk, taken for b blocks beyond 1 MiB), never
    * staged; measured f32 1x4096x4096 (64 MiB) 3.2 -> 1.9 ms */
   {
-    const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
+    const int64_t l3 = tl_kernels_l3_bytes(&info);
     /* up to TL_MM_STREAM_M rows, where carrying the accumulators through c between chunks of
      * rows of b costs little (at 3-4 rows: int8 slower; f32 2x slower than 32-column panels,
      * 4x4096x4096 3.3-4.7 -> 1.5-1.8 ms) */

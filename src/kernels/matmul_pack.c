@@ -54,8 +54,8 @@ static void tl_mm_pbuf_free(void *state) {
 static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
 
 /* bf16 / int8 packed storage larger than the L3 divided by this is written with non-temporal
- * stores (the staging packer's; f32 keeps plain copies): the product reads it back from memory as fast as
- * from the caches, and the stores skip reading their lines first. `tilec bench gemm --threads 2
+ * stores (the staging packer's; f32 keeps plain copies): the product reads it back from memory
+ * as fast as from the caches, and the stores skip reading their lines first. `tilec bench gemm --threads 2
  * --peers none`, plain, 4 rounds, builds alternating: bf16 200x2048x2048 4.53 -> 4.26 ms,
  * 200x4096x4096 17.60 -> 16.82, 2048x4096x4096 156.2 -> 155.5 (2 of 4); int8 136x4096x4096
  * 6.91 -> 6.14, 256x4096x11008 29.6 -> 28.4 (faster in 4 of 4 unless said). With the stores
@@ -97,8 +97,7 @@ static void tl_mm_pack_f32(const tl_ref *src, int64_t g0, int64_t R, float *dst,
 /* The pack kernel's step (kt, rc): rows kt * tr + rc * S .. + R of b (S = pb->step; R = S, or
  * what is left of the tile row), all of its columns (src: the whole of b, read in place), into
  * rows rc * S .. + R of every 16-column tile of tile row kt (dst: those rows of the tile row's
- * tiles, dst->stride[1] elements apart). Valid elements
- * copied, the rest of each tile zero. f32 here (vnni 1: rows of 16 columns); bf16 / int8
+ * tiles, dst->stride[1] elements apart). Valid elements copied, the rest of each tile zero. f32 here (vnni 1: rows of 16 columns); bf16 / int8
  * through the staging packer, which interleaves pairs / quads of rows (R is a multiple of
  * them). Each step reads whole rows of b, contiguous runs the hardware prefetchers stream;
  * steps of tr rows x 128 columns, as before 2026-11-26, read a row-major b as runs of 512
@@ -151,8 +150,7 @@ static tl_status tl_mm_pack_run(tl_ctx *ctx, tl_mm_pbuf *pb, const tl_tensor *b,
     tl_ctx_info info;
     tl_ctx_info_get(ctx, &info);
     pb->lay = lay, pb->step = R;
-    const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
-    pb->nt = nkt * tr * ntc * 16 * es > l3 / TL_MM_PACK_NT_DIV;
+    pb->nt = nkt * tr * ntc * 16 * es > tl_kernels_l3_bytes(&info) / TL_MM_PACK_NT_DIV;
     pb->pack = dt == TL_F32 ? NULL : tl_packer_find((size_t)es, lay, info.isa);
     tl_status s = tl_plan_new(ctx, &k, b, &tiles, &pb->plan);
     if (s != TL_OK) return s;

@@ -385,7 +385,7 @@ static tl_ro_cache *tl_ro_cache_get(tl_ctx *ctx) {
 }
 
 int64_t tl_ro_nt_threshold(const tl_ctx_info *info) {
-  return (info->cpu.l3_bytes > 0 ? info->cpu.l3_bytes : (int64_t)32 << 20) / 2;
+  return tl_kernels_l3_bytes(info) / 2;
 }
 
 void tl_ro_set_nt(tl_ctx *ctx, int mode) {

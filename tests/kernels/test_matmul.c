@@ -566,7 +566,7 @@ static void test_pack_layout(void) {
 static void test_pack_nt(void) {
   tl_ctx_info info;
   tl_ctx_info_get(g_ctx, &info);
-  const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
+  const int64_t l3 = tl_kernels_l3_bytes(&info);
   for (int d = 0; d < 2; d++) {
     const tl_dtype da = d ? TL_U8 : TL_BF16, db = d ? TL_I8 : TL_BF16;
     const int64_t N = 1100, es = d ? 1 : 2, K = l3 / 8 / (1104 * es) + 77, shape[2] = {K, N};
@@ -738,7 +738,7 @@ static void test_skinny_plan(void) {
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
   const int amx = info.isa >= TL_ISA_AMX;
-  const int64_t l3 = info.cpu.l3_bytes > 0 ? info.cpu.l3_bytes : (int64_t)32 << 20;
+  const int64_t l3 = tl_kernels_l3_bytes(&info);
   static const struct {
     tl_dtype da;
     int64_t m, n, k;
