@@ -26,7 +26,8 @@ typedef struct tl_matmul_opts {
  * integer c without scales) and stored in c's dtype. a: [..., M, K], b: [..., K, N] (row-major,
  * any strides, or prepacked by tl_matmul_pack_b), c: [..., M, N]; batch dims broadcast. beta == 0
  * never reads c. dtypes: f32 x f32; bf16 x bf16 -> f32 or bf16; u8/i8 x i8 -> i32, or -> f32 with
- * scales. Refused (TL_ERR_SHAPE / TL_ERR_DTYPE / TL_ERR_INVALID, c untouched) with a message. */
+ * scales. c may not overlap a, b, bias, the scales or the residual in any batch. Refused
+ * (TL_ERR_SHAPE / TL_ERR_DTYPE / TL_ERR_INVALID, c untouched) with a message. */
 TL_API tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *opts);
 
 /* Packs b ([..., K, N]) once for repeated products with a of dtype a_dtype (weights): *packed

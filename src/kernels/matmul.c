@@ -9,6 +9,7 @@
  * cache holds TL_MM_CACHE plans per context, least recently used evicted; the context frees the
  * plans itself (before slots), so the slot's free_state only frees the cache memory. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "matmul_impl.h"
@@ -685,6 +686,96 @@ tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
 
 /* Checks and builds (tl_mm_prepare), finds or makes the cached plan, sets alpha / beta, and runs
  * the plan once per outer batch index on offset tensors. */
+/* ---- memory overlap of c with the inputs, over the whole call ---- */
+
+/* A byte range [lo, hi). */
+typedef struct tl_mm_span {
+  uintptr_t lo, hi;
+} tl_mm_span;
+
+static int tl_mm_span_cmp(const void *x, const void *y) {
+  const tl_mm_span *p = x, *q = y;
+  return p->lo < q->lo ? -1 : p->lo > q->lo;
+}
+
+/* The byte offset of outer iteration it (row-major over outer_shape) for operand slot x of
+ * outer_stride (0 a, 1 b, 2 c, 3 residual; -1: not walked, offset 0). */
+static int64_t tl_mm_outer_off(const tl_mm_build *nb, int x, int64_t it) {
+  int64_t off = 0;
+  for (int d = nb->n_outer - 1; d >= 0; d--) {
+    const int64_t i = it % nb->outer_shape[d];
+    it /= nb->outer_shape[d];
+    if (x >= 0) off += i * nb->outer_stride[x][d];
+  }
+  return off;
+}
+
+/* The span of t moved by off bytes. */
+static tl_mm_span tl_mm_span_of(const tl_tensor *t, int64_t off) {
+  const uintptr_t lo = (uintptr_t)t->data + (uintptr_t)off;
+  return (tl_mm_span){lo, lo + (uintptr_t)tl_tensor_nbytes(t)};
+}
+
+/* Refuses c overlapping any input (a, b, bias, scales, residual — c's own storage included, so
+ * a residual that is c is refused too) in any pair of outer iterations, before any run writes c.
+ * The executor compares the views of one run only: before this, a c whose first batch held a's
+ * second was computed from an a already overwritten (TL_OK, half of c wrong), an overlap found
+ * at a later iteration was refused after earlier ones had written c, and a residual that was c
+ * itself was accepted (the accumulator is c's block: the dot overwrote the residual before the
+ * epilogue read it) and its plan then refused every later call of that shape. Like the
+ * executor's rule, this compares spans (first to one past the last byte of each run's view). */
+static tl_status tl_mm_check_overlap(tl_ctx *ctx, const tl_mm_build *nb) {
+  const tl_mm_run *r = &nb->run;
+  int64_t cnt = 1;
+  for (int d = 0; d < nb->n_outer; d++) cnt *= nb->outer_shape[d];
+  const tl_tensor *c = &nb->tout[0];
+  /* the bounding span of c over every iteration (strides are >= 0) */
+  const tl_mm_span cb = {tl_mm_span_of(c, 0).lo, tl_mm_span_of(c, tl_mm_outer_off(nb, 2, cnt - 1)).hi};
+  const struct {
+    int idx, slot;
+    const char *name;
+  } ops[6] = {{r->ia, 0, "a"}, {r->ib, 1, "b"}, {r->ibias, -1, "bias"}, {r->isa, -1, "scale_a"},
+              {r->isb, -1, "scale_b"}, {r->ires, 3, "residual"}};
+  tl_mm_span *cs = NULL; /* c's spans, sorted and merged, made when first needed */
+  int64_t ncs = 0;
+  tl_status st = TL_OK;
+  for (int o = 0; o < 6 && st == TL_OK; o++) {
+    if (ops[o].idx < 0) continue;
+    const tl_tensor *x = &nb->tin[ops[o].idx];
+    if (tl_tensor_numel(x) <= 0) continue;
+    const int64_t xn = ops[o].slot >= 0 ? cnt : 1;
+    const tl_mm_span xb = {tl_mm_span_of(x, 0).lo, tl_mm_span_of(x, tl_mm_outer_off(nb, ops[o].slot, xn - 1)).hi};
+    if (xb.hi <= cb.lo || cb.hi <= xb.lo) continue; /* the usual case: apart */
+    if (!cs) {
+      cs = malloc((size_t)cnt * sizeof *cs);
+      if (!cs) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul: out of memory checking c against the inputs");
+      for (int64_t i = 0; i < cnt; i++) cs[i] = tl_mm_span_of(c, tl_mm_outer_off(nb, 2, i));
+      qsort(cs, (size_t)cnt, sizeof *cs, tl_mm_span_cmp);
+      for (int64_t i = 0; i < cnt; i++) { /* merge: disjoint and increasing */
+        if (ncs && cs[i].lo < cs[ncs - 1].hi) {
+          if (cs[i].hi > cs[ncs - 1].hi) cs[ncs - 1].hi = cs[i].hi;
+        } else {
+          cs[ncs++] = cs[i];
+        }
+      }
+    }
+    for (int64_t i = 0; i < xn && st == TL_OK; i++) {
+      const tl_mm_span xs = tl_mm_span_of(x, tl_mm_outer_off(nb, ops[o].slot, i));
+      int64_t lo = 0, hi = ncs; /* the first merged span of c ending past xs.lo */
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cs[mid].hi <= xs.lo) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < ncs && cs[lo].lo < xs.hi)
+        st = tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: c overlaps %s in memory%s", ops[o].name,
+                         ops[o].slot == 3 ? " (a residual must be a tensor of its own)" : "");
+    }
+  }
+  free(cs);
+  return st;
+}
+
 tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *opts) {
   if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul: ctx is NULL");
   const tl_matmul_opts defaults = TL_MATMUL_OPTS_INIT;
@@ -696,6 +787,7 @@ tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tens
     tl_ctx_ok(ctx);
     return TL_OK;
   }
+  if ((s = tl_mm_check_overlap(ctx, &bd)) != TL_OK) return s;
   tl_tensor bp;
   if (tl_mm_autopack(ctx, a, b, &bp)) return tl_matmul(ctx, a, &bp, c, opts);
   tl_mm_key key;

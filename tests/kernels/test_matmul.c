@@ -854,6 +854,63 @@ static void test_refusals(void) {
 }
 
 
+/* c overlapping an input over the whole call: refused before anything is written, whether the
+ * overlap is within one run of the outer batch loop or across two of them; a valid call of the
+ * same shapes afterwards is unaffected; c interleaved with a without overlapping still runs. */
+static void test_overlap(void) {
+  enum { B = 256 }; /* one 16 x 16 block of floats */
+  float *buf = malloc(16 * B * sizeof *buf);
+  for (int i = 0; i < 16 * B; i++) buf[i] = (float)test_rng_uniform(&g_rng, -1, 1);
+  int64_t s4[4] = {2, 2, 16, 16}, s2[2] = {16, 16};
+  mm_t b = mk(TL_F32, 2, s2, 0, -1), c2 = mk(TL_F32, 2, s2, 0, -1), r2 = mk(TL_F32, 2, s2, 0, -1);
+  mm_t a2 = mk(TL_F32, 2, s2, 0, -1);
+  /* a [2, 2, 16, 16] in blocks 0, 1, 10, 11 (batch strides 10 and 1 blocks: no merging, so
+   * tl_matmul walks an outer batch loop) */
+  tl_tensor a = tl_tensor_make(buf, TL_F32, 4, s4);
+  a.stride[0] = 10 * B, a.stride[1] = B;
+  float *save = malloc(16 * B * sizeof *save);
+  memcpy(save, buf, 16 * B * sizeof *save);
+  /* c's first batch on a's second (blocks 10, 11): its first run would overwrite what the second
+   * reads */
+  tl_tensor c = tl_tensor_make(buf + 10 * B, TL_F32, 4, s4);
+  refuse("c over a's next batch", &a, &b.t, &c, NULL, TL_ERR_INVALID, "overlaps a");
+  /* c's first batch free (blocks 4, 5), its second on a's second: refused before the first run */
+  c = tl_tensor_make(buf + 4 * B, TL_F32, 4, s4);
+  c.stride[0] = 6 * B, c.stride[1] = B;
+  refuse("c over a in the last run", &a, &b.t, &c, NULL, TL_ERR_INVALID, "overlaps a");
+  CHECK(!memcmp(save, buf, 16 * B * sizeof *save), "[%s] a refused call wrote the buffer", g_isa);
+  /* a residual that is c (f32, beta 0: the accumulator is c's block), then the same shapes with
+   * a residual of its own: computed as the reference says */
+  tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  o.residual = &c2.t;
+  refuse("residual is c", &a2.t, &b.t, &c2.t, &o, TL_ERR_INVALID, "residual");
+  o.residual = &r2.t;
+  mm_case mc = {.da = TL_F32, .db = TL_F32, .dc = TL_F32, .nda = 2, .ndb = 2, .ndc = 2, .sa = {16, 16}, .sb = {16, 16},
+                .sc = {16, 16}, .bcast_a = -1, .bcast_b = -1, .res = 1, .alpha = 1};
+  double ref[B], got[B];
+  reference(&mc, &a2.t, &b.t, &c2.t, NULL, &r2.t, NULL, NULL, ref);
+  tl_status st = tl_matmul(g_ctx, &a2.t, &b.t, &c2.t, &o);
+  CHECK(st == TL_OK, "[%s] residual of its own after a refused residual: %s", g_isa, tl_ctx_error(g_ctx));
+  read_c(&c2.t, got);
+  double err = 0;
+  for (int i = 0; i < B; i++) err = fmax(err, fabs(got[i] - ref[i]));
+  CHECK(err < 1e-4, "[%s] residual of its own: max error %g", g_isa, err);
+  /* c in blocks 2, 3, 12, 13: within a's bounding span, overlapping no block of it */
+  c = tl_tensor_make(buf + 2 * B, TL_F32, 4, s4);
+  c.stride[0] = 10 * B, c.stride[1] = B;
+  mm_case m4 = {.da = TL_F32, .db = TL_F32, .dc = TL_F32, .nda = 4, .ndb = 2, .ndc = 4, .sa = {2, 2, 16, 16},
+                .sb = {16, 16}, .sc = {2, 2, 16, 16}, .bcast_a = -1, .bcast_b = -1, .alpha = 1};
+  double ref4[4 * B], got4[4 * B];
+  reference(&m4, &a, &b.t, &c, NULL, NULL, NULL, NULL, ref4);
+  st = tl_matmul(g_ctx, &a, &b.t, &c, NULL);
+  CHECK(st == TL_OK, "[%s] c interleaved with a: %s", g_isa, tl_ctx_error(g_ctx));
+  read_c(&c, got4);
+  err = 0;
+  for (int i = 0; i < 4 * B; i++) err = fmax(err, fabs(got4[i] - ref4[i]));
+  CHECK(err < 1e-4, "[%s] c interleaved with a: max error %g", g_isa, err);
+  free(buf), free(save), free(b.mem), free(c2.mem), free(r2.mem), free(a2.mem);
+}
+
 int main(void) {
   /* without AMX of its own, the CPU (with AVX512-BF16) runs the amx level over the emulation of
    * the tile registers (tests/tile/amx_emu.h) */
@@ -890,6 +947,7 @@ int main(void) {
     RUN(test_skinny_plan);
     RUN(test_cache);
     RUN(test_refusals);
+    RUN(test_overlap);
     tl_ctx_free(g_ctx);
   }
   if (ran_amx) CHECK(amx_emu_level_ok(), "the emulated amx level issued no tile product or broke a tile rule");
