@@ -83,16 +83,17 @@ static inline __attribute__((always_inline)) tl_vf32 tl_vf32_ldexp_(tl_vf32 p, t
 }
 static inline tl_vf32 tl_vf32_exp_scale_(tl_vf32 r, tl_vf32 n) { return tl_vf32_ldexp_(tl_vf32_exp_poly_(r), n); }
 
-/* e^(hi + lo) where hi and lo are already clamped to [-104, 89] together, hi is such that
+/* e^(hi + lo) * 2^k where hi and lo are already clamped to [-104, 89] together, hi is such that
  * hi - n*0.693359375 is exact (hi a float with <= 24 significant bits of magnitude < 128) and
- * lo is the small rest; the reduction keeps lo's bits that a single float sum would lose. */
-static inline tl_vf32 tl_vf32_exp_hilo_(tl_vf32 hi, tl_vf32 lo) {
+ * lo is the small rest; the reduction keeps lo's bits that a single float sum would lose. k (an
+ * integer in [0, 64]) is applied with the exponent, as in tl_vf32_exp2k_. */
+static inline tl_vf32 tl_vf32_exp_hilo_(tl_vf32 hi, tl_vf32 lo, float k) {
   const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
   tl_vf32 n = ((hi + lo) * 1.44269504088896341f + magic) - magic;
   tl_vf32 r = hi - n * 0.693359375f; /* exact: ln2 split as 0.693359375 - 2.12194440e-4 */
   r = r + lo;
   r = r + n * 2.12194440e-4f;
-  return tl_vf32_exp_scale_(r, n);
+  return tl_vf32_exp_scale_(r, n + k);
 }
 
 /* e^x * 2^k per lane for an integer k in [0, 64] (x clamped to [-104 - k ln2, 89] first): the
@@ -179,11 +180,12 @@ static inline tl_vf32 tl_vf32_erf_small_(tl_vf32 x) {
   return p * x;
 }
 
-/* erfc(a) for 0 <= a <= 10.5 with relative accuracy: t * e^(-a^2 + P(t)), t = 1/(1 + a/2) (the
- * Chebyshev fit of Numerical Recipes' erfcc, fractional error < 1.2e-7), with -a^2 given as
+/* erfc(a) * 2^k for 0 <= a <= 10.5 with relative accuracy: t * e^(-a^2 + P(t)), t = 1/(1 + a/2)
+ * (the Chebyshev fit of Numerical Recipes' erfcc, fractional error < 1.2e-7), with -a^2 given as
  * nh + nl, nh exact (<= 24 significant bits): e^-a^2 falls by a factor 2a*ulp(a) per ulp of a^2,
- * so a^2 rounded to f32 alone would cost ~100 ulp near a = 9. */
-static inline tl_vf32 tl_vf32_erfc_core_(tl_vf32 a, tl_vf32 nh, tl_vf32 nl) {
+ * so a^2 rounded to f32 alone would cost ~100 ulp near a = 9. k as in tl_vf32_exp_hilo_ (a
+ * caller that multiplies further scales the result back once, at the end). */
+static inline tl_vf32 tl_vf32_erfc_core_(tl_vf32 a, tl_vf32 nh, tl_vf32 nl, float k) {
   tl_vf32 t = 1.0f / (1.0f + 0.5f * a);
   tl_vf32 p = tl_vf32_splat(0.17087277f);
   p = p * t - 0.82215223f;
@@ -195,7 +197,7 @@ static inline tl_vf32 tl_vf32_erfc_core_(tl_vf32 a, tl_vf32 nh, tl_vf32 nl) {
   p = p * t + 0.37409196f;
   p = p * t + 1.00002368f;
   p = p * t - 1.26551223f;
-  return t * tl_vf32_exp_hilo_(nh, nl + p);
+  return t * tl_vf32_exp_hilo_(nh, nl + p, k);
 }
 
 /* a with its low 12 significand bits cleared (12 significant bits: its square is exact). */
@@ -206,7 +208,7 @@ static inline tl_vf32 tl_vf32_hi12_(tl_vf32 a) { return (tl_vf32)((tl_vi32)a & (
 static inline tl_vf32 tl_vf32_erfc_pos_(tl_vf32 a) {
   a = tl_vf32_sel(a > 10.5f, tl_vf32_splat(10.5f), a);
   tl_vf32 ah = tl_vf32_hi12_(a);
-  return tl_vf32_erfc_core_(a, -(ah * ah), -((a - ah) * (a + ah)));
+  return tl_vf32_erfc_core_(a, -(ah * ah), -((a - ah) * (a + ah)), 0.0f);
 }
 
 /* erf per lane: the Taylor series for |x| < 0.9, else sign(x) * (1 - erfc(|x|)). */
@@ -228,14 +230,19 @@ static inline tl_vf32 tl_vf32_erfc(tl_vf32 x) {
 /* GELU (erf form) per lane: 0.5*x*(1 + erf(x/sqrt2)) = 0.5*x*erfc(-x/sqrt2). For |x| < 0.707 the
  * erf series; else c = erfc(|x|/sqrt2) with the exponent -x^2/2 formed from x itself (x split
  * into two 12-bit halves, so x/sqrt2 rounded to f32 costs nothing), and 0.5*x*c for x < 0,
- * 0.5*x*(2 - c) for x > 0. -inf -> NaN (as the formula), +inf -> +inf, x < -14.9 -> -0. */
+ * 0.5*x*(2 - c) for x > 0. c is made 2^64 times larger and 0.5*x*c scaled back last, so a result
+ * below 2^-126 (x < -13.0) is rounded into the denormals once (before 2026-11-26 c and the
+ * products were rounded there each: 8.4 ulp at x = -13.096, found by fuzzing). -inf -> NaN (as
+ * the formula), +inf -> +inf, x < -14.9 -> -0. */
 static inline tl_vf32 tl_vf32_gelu(tl_vf32 x) {
   tl_vf32 xa = tl_vf32_abs(x);
   xa = tl_vf32_sel(xa > 14.9f, tl_vf32_splat(14.9f), xa);
   tl_vf32 xh = tl_vf32_hi12_(xa), xl = xa - xh;
   tl_vf32 nh = -0.5f * (xh * xh), nl = -(xh * xl + 0.5f * (xl * xl));
-  tl_vf32 c = tl_vf32_erfc_core_(xa * 0.70710678118654752f, nh, nl);
-  tl_vf32 big = 0.5f * x * tl_vf32_sel(x < 0.0f, c, 2.0f - c);
+  tl_vf32 c = tl_vf32_erfc_core_(xa * 0.70710678118654752f, nh, nl, 64.0f); /* erfc * 2^64 */
+  const float down = 5.42101086242752217e-20f;                                /* 2^-64 */
+  tl_vf32 big = tl_vf32_sel(x < 0.0f, 0.5f * x * c * down, 0.5f * x * (2.0f - c * down));
+  big = tl_vf32_sel(x < -14.9f, x * 0.0f, big); /* -0, and NaN for -inf (c is no longer 0 there) */
   tl_vf32 small = 0.5f * x * (1.0f + tl_vf32_erf_small_(x * 0.70710678118654752f));
   return tl_vf32_sel(xa < 0.70710678f, small, big); /* NaN: big is NaN */
 }
