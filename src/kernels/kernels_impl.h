@@ -22,6 +22,9 @@ typedef struct tl_kcase {
   void *bufs[TL_KCASE_MAX_BUFS];       /* owned (tl_aligned_free) */
   void *user;                          /* owned body data (tl_free_mem), may be NULL */
   const struct tl_kernel_desc *desc;
+  char config[96];                     /* "" or where the blocks came from, when not the heuristic
+                                        * ("tuning DB: BM=8 BN=16 BK=8"), as tl_matmul /
+                                        * tl_attention would take them */
 } tl_kcase;
 
 typedef struct tl_kernel_desc {

@@ -345,6 +345,14 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     if (s == TL_OK) kc->bufs[4] = packed.data, tb = packed;
   }
   if (s == TL_OK) s = tl_mm_prepare(ctx, &ta, &tb, &tc, &o, &bd);
+  /* the tuned config when the tuning DB has one, as tl_matmul takes it (until 2026-11-26 explain
+   * and roofline showed the heuristic's blocks whatever the DB held) */
+  tl_mm_build tuned;
+  if (s == TL_OK && tl_mm_tuned_build(ctx, &ta, &tb, &tc, &o, &bd, &tuned)) {
+    bd = tuned;
+    snprintf(kc->config, sizeof kc->config, "tuning DB: BM=%lld BN=%lld BK=%lld", (long long)bd.run.BM,
+             (long long)bd.run.BN, (long long)bd.run.BK);
+  }
   if (s != TL_OK) {
     tl_msg(err, errn, "%s", tl_ctx_error(ctx));
     tl_kcase_free(kc);

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../kernels/kernels_impl.h"
 #include "machine_fmt.h"
@@ -126,7 +127,7 @@ static int tl_explain_parse(int argc, char **argv, tl_explain_args *a) {
   if (!a->kernel)
     return tl_tool_usage_error(TL_CMD, "unknown kernel '%s' (kernels: %s)", kernel,
                                tl_explain_kernel_list(list, sizeof list));
-  if (a->machine && !strcmp(a->machine, "host")) a->machine = NULL;
+  if (a->machine && !strcasecmp(a->machine, "host")) a->machine = NULL;
   return TL_EXIT_OK;
 }
 
@@ -240,6 +241,7 @@ static void tl_explain_print_text(const tl_explain_report *r, const tl_machine *
     printf("%s %s on %s (modelled; the plan is this host's: %d thread%s, isa %s)\n", kc->name, kc->shape, m->name,
            info->threads, info->threads == 1 ? "" : "s", tl_isa_name(info->isa));
   if (kc->desc && kc->desc->summary) printf("  kernel     %s\n", kc->desc->summary);
+  if (kc->config[0]) printf("  config     %s\n", kc->config);
   int64_t steps = 1;
   for (int d = 0; d < k->grid_ndim; d++) steps *= k->grid[d];
   printf("  grid       (%s) [", tl_explain_join(b1, sizeof b1, k->grid_ndim, k->grid, ", "));
@@ -345,6 +347,8 @@ static void tl_explain_print_json(const tl_explain_report *r, const tl_machine *
   tl_json_string(stdout, kc->shape);
   printf(", \"dtype\": ");
   tl_json_string(stdout, tl_dtype_name(kc->dtype));
+  printf(", \"config\": ");
+  tl_json_string(stdout, kc->config[0] ? kc->config : "heuristic");
   printf(",\n      \"grid\": ");
   tl_explain_json_dims(k->grid_ndim, k->grid);
   printf(", \"semantics\": [");

@@ -67,6 +67,17 @@ static int tl_tune_exec(tl_tune_db *db, const char *sql, char *why, size_t whyn)
   return -1;
 }
 
+/* uri = "file:<path>?immutable=1" with path percent-encoded; 0, or -1 when it does not fit. */
+static int tl_tune_uri(const char *path, char *uri, size_t n) {
+  size_t o = (size_t)snprintf(uri, n, "file:");
+  for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+    const int plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("/-._~", *c);
+    if (o + 4 >= n) return -1;
+    o += (size_t)(plain ? snprintf(uri + o, n - o, "%c", *c) : snprintf(uri + o, n - o, "%%%02X", *c));
+  }
+  return o + sizeof "?immutable=1" <= n ? (snprintf(uri + o, n - o, "?immutable=1"), 0) : -1;
+}
+
 tl_status tl_tune_db_open(const char *path, int writable, tl_tune_db **out, char *why, size_t whyn) {
   *out = NULL;
   if (!path || !*path) {
@@ -102,7 +113,20 @@ tl_status tl_tune_db_open(const char *path, int writable, tl_tune_db **out, char
   }
   sqlite3_busy_timeout(db->db, writable ? 10000 : 200);
   /* the first statement reads the header: a file that is not a database fails here */
-  if (tl_tune_exec(db, "SELECT count(*) FROM sqlite_master", why, whyn) != 0) goto fail;
+  if (tl_tune_exec(db, "SELECT count(*) FROM sqlite_master", why, whyn) != 0) {
+    /* a reader of a WAL DB in a directory it may not write (the -shm file cannot be made: even
+     * SQLite's read-only mode fails) reads it as an immutable file, without locks */
+    const int ec = sqlite3_errcode(db->db) & 0xff;
+    if (writable || (ec != SQLITE_READONLY && ec != SQLITE_CANTOPEN)) goto fail;
+    sqlite3_close(db->db);
+    db->db = NULL;
+    char uri[4200];
+    if (tl_tune_uri(path, uri, sizeof uri) != 0 ||
+        sqlite3_open_v2(uri, &db->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+      goto fail;
+    if (tl_tune_exec(db, "SELECT count(*) FROM sqlite_master", why, whyn) != 0) goto fail;
+    if (why && whyn) why[0] = 0;
+  }
   if (writable) {
     /* switching to WAL takes an exclusive lock, and SQLite reports SQLITE_BUSY at once (without
      * the busy handler) when another process is doing the same switch or creating the schema:

@@ -124,6 +124,48 @@ static void test_db_bad_paths(void) {
   CHECK(tl_tune_cfg_parse(&sp, "BM=8x", cfg) == -1, "junk after a number");
 }
 
+/* A DB in a directory the reader may not write (its -shm file cannot be made; a WAL DB then
+ * failed to open even read-only, and tl_matmul ignored its rows as "unreadable"): the reader gets
+ * the row. The reading child runs as user nobody when the test runs as root (root writes
+ * anywhere), else with the directory made read-only; skipped when neither works. */
+static void test_db_readonly_dir(void) {
+  char dir[512], path[600], why[256];
+  tpath(dir, sizeof dir, "rodir");
+  REQUIRE(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir %s", dir);
+  snprintf(path, sizeof path, "%s/ro.db", dir);
+  tl_tune_db *db = NULL;
+  REQUIRE(tl_tune_db_open(path, 1, &db, why, sizeof why) == TL_OK, "open: %s", why);
+  tl_tune_row r = make_row("matmul", "f32.f32.f32 m8 n8 k8 z1", "avx512", 2, "m1", "BM=8 BN=16 BK=32");
+  CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
+  tl_tune_db_close(db);
+  chmod(path, 0644), chmod(tmpdir, 0755);
+  const int root = geteuid() == 0;
+  if (!root) chmod(dir, 0555);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    if (root && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    if (access(dir, W_OK) == 0) _exit(3); /* could write after all: nothing to test */
+    tl_tune_db *rd = NULL;
+    if (tl_tune_db_open(path, 0, &rd, why, sizeof why) != TL_OK) {
+      fprintf(stderr, "read-only open: %s\n", why);
+      _exit(1);
+    }
+    tl_tune_row q = make_row("matmul", "f32.f32.f32 m8 n8 k8 z1", "avx512", 2, "m1", "");
+    const int got = tl_tune_db_get(rd, &q, why, sizeof why);
+    tl_tune_db_close(rd);
+    _exit(got == 1 && !strcmp(q.config, "BM=8 BN=16 BK=32") ? 0 : 2);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!root) chmod(dir, 0755);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
+    fprintf(stderr, "  (skipped: no user to read as without write permission)\n");
+    return;
+  }
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reader in a read-only directory: status %d", st);
+}
+
 /* Writes n rows with keys "w<w> i<i>" in separate transactions; exits 0 when all succeeded. */
 static void writer_child(const char *path, int w, int n, int forever) {
   char why[256];
@@ -289,6 +331,15 @@ static void test_tuned_config_used(void) {
   CHECK(!(heur[0] == 8 && heur[1] == 16), "the heuristic differs (%lld %lld)", (long long)heur[0], (long long)heur[1]);
   err = mm_run_err(ctx, &m, &s); /* cached plan, second call */
   CHECK(s == TL_OK && err < 1e-5, "second call: err %g", err);
+  /* the registry's instance (tilec explain, roofline) takes the tuned blocks too and says so
+   * (until 2026-11-26 it showed the heuristic's whatever the DB held) */
+  tl_kcase kc;
+  char kerr[256];
+  REQUIRE(tl_kernel_find("matmul")->make(ctx, "64x48x40", &kc, kerr, sizeof kerr) == TL_OK, "registry matmul: %s", kerr);
+  CHECK(strstr(kc.config, "BM=8 BN=16 BK=24") != NULL, "registry config '%s'", kc.config);
+  CHECK(kc.specs[0].block[1] == 8 && kc.specs[1].block[2] == 16, "registry blocks a %lld, b %lld",
+        (long long)kc.specs[0].block[1], (long long)kc.specs[1].block[2]);
+  tl_kcase_free(&kc);
   tl_ctx_free(ctx);
 
   /* TILEC_TUNE=0 (read at tl_ctx_new) and opts.tune = -1 ignore the DB */
@@ -793,6 +844,30 @@ static void test_attention_tuned(void) {
   CHECK(err < 1e-4 && last.bq == heur.bq && last.bk == heur.bk, "refused: heuristic %lld %lld, err %g", (long long)last.bq,
         (long long)last.bk, err);
   CHECK(strstr(warn, "refused") != NULL, "refused warning: '%s'", warn);
+  /* the registry's instance (bf16 q, k, v; f32 o: tilec explain, roofline) takes a tuned row of
+   * its problem and says so */
+  {
+    ctx = new_ctx(2, path, 0);
+    REQUIRE(ctx, "ctx");
+    tl_tune_db *db = NULL;
+    char why[256];
+    REQUIRE(tl_tune_db_open(path, 1, &db, why, sizeof why) == TL_OK, "open: %s", why);
+    tl_tune_row r;
+    tl_tune_row_key(ctx, "attention", TL_ATTN_TUNE_VERSION, "bf16.f32 b1 hq2 hkv2 sq40 sk72 d32 causal0 mask-", &r);
+    snprintf(r.config, sizeof r.config, "BQ=16 BK=32");
+    CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
+    tl_tune_db_close(db);
+    tl_ctx_free(ctx);
+    ctx = new_ctx(2, path, 0);
+    tl_kcase kc;
+    char kerr[256];
+    REQUIRE(tl_kernel_find("attention")->make(ctx, "1x2x40x72x32", &kc, kerr, sizeof kerr) == TL_OK, "registry: %s", kerr);
+    const tl_attn_run *run = kc.user;
+    CHECK(strstr(kc.config, "BQ=16 BK=32") != NULL && run->bq == 16 && run->bk == 32, "registry attention config '%s' (%lld %lld)",
+          kc.config, (long long)run->bq, (long long)run->bk);
+    tl_kcase_free(&kc);
+    tl_ctx_free(ctx);
+  }
   at_free(&c);
   /* causal prefill and decode (BK only) */
   at_make(&c, 1, 2, 33, 50, 32, 1);
@@ -854,6 +929,7 @@ int main(void) {
   }
   RUN(test_db_roundtrip);
   RUN(test_db_bad_paths);
+  RUN(test_db_readonly_dir);
   RUN(test_two_writers);
   RUN(test_kill9);
   RUN(test_tuned_config_used);
