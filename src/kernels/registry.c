@@ -51,9 +51,14 @@ int tl_shape_parse(const char *s, int64_t *dims, int max, char *err, size_t errn
   }
   while (*p) {
     char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || v <= 0 || v > ((int64_t)1 << 40)) {
+    /* digits only: strtoll alone would take a sign or leading blanks */
+    long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : (end = (char *)p, 0);
+    if (end == p || v <= 0) {
       tl_msg(err, errn, "shape '%s': expected positive sizes separated by 'x' at position %d", s, (int)(p - s));
+      return -1;
+    }
+    if (v > ((int64_t)1 << 40)) {
+      tl_msg(err, errn, "shape '%s': size at position %d is larger than 2^40", s, (int)(p - s));
       return -1;
     }
     if (n == max) {
@@ -62,8 +67,12 @@ int tl_shape_parse(const char *s, int64_t *dims, int max, char *err, size_t errn
     }
     dims[n++] = v;
     p = end;
-    if (*p == 'x' || *p == 'X' || *p == ',') p++;
-    else if (*p) {
+    if (*p == 'x' || *p == 'X' || *p == ',') {
+      if (!*++p) {
+        tl_msg(err, errn, "shape '%s': ends in a separator (a size is missing)", s);
+        return -1;
+      }
+    } else if (*p) {
       tl_msg(err, errn, "shape '%s': unexpected '%c' at position %d", s, *p, (int)(p - s));
       return -1;
     }

@@ -107,6 +107,9 @@ static const tl_bsuite *tl_bench_find(const char *name) {
 static int tl_bench_check_sizes(const tl_bsuite *s, const char *list) {
   char buf[1024], err[256];
   if (!*list || strlen(list) >= sizeof buf) return tl_tool_usage_error(TL_CMD, "--sizes: expected a comma-separated list");
+  const size_t len = strlen(list);
+  if (list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,"))
+    return tl_tool_usage_error(TL_CMD, "--sizes '%s': an empty entry (a comma too many)", list);
   snprintf(buf, sizeof buf, "%s", list);
   char *save = NULL;
   int n = 0;
@@ -175,10 +178,10 @@ static int tl_bench_parse(int argc, char **argv, tl_bench_args *a) {
       if (r < 0) return TL_EXIT_USAGE;
       a->dtype = v;
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--csv", &v)) != 0) {
-      if (r < 0) return TL_EXIT_USAGE;
+      if (r < 0 || tl_tool_path_arg(TL_CMD, "--csv", v) != 0) return TL_EXIT_USAGE;
       a->csv = v;
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--plot", &v)) != 0) {
-      if (r < 0) return TL_EXIT_USAGE;
+      if (r < 0 || tl_tool_path_arg(TL_CMD, "--plot", v) != 0) return TL_EXIT_USAGE;
       a->plot = v;
     } else if ((r = tl_tool_flag_value(TL_CMD, argc, argv, &i, "--offset", &v)) != 0) {
       long n;
@@ -344,7 +347,7 @@ static int tl_bench_plot(const tl_benv *env, const char *path) {
     if (!seen) titles[nops] = env->rows[i].title, ops[nops++] = env->rows[i].op;
   }
   int compute = env->nrows > 0 && env->rows[0].flops > 0; /* x: the sizes in order, y: GFLOP/s */
-  FILE *gp = popen("gnuplot", "w");
+  FILE *gp = popen("gnuplot >/dev/null", "w"); /* its stdout (a PNG, when it cannot open the file) is not ours */
   if (!gp) {
     fclose(f);
     unlink(data);

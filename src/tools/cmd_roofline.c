@@ -140,7 +140,7 @@ static int tl_rl_plot(const char *png, const tl_machine *m, const tl_rl_row *row
                     "`apt-get install gnuplot-nox` or `make run` as root installs it)\n");
     return 1;
   }
-  FILE *f = popen("gnuplot", "w");
+  FILE *f = popen("gnuplot >/dev/null", "w"); /* its stdout (a PNG, when it cannot open the file) is not ours */
   if (!f) return fprintf(stderr, "tilec roofline: cannot start gnuplot: %s\n", strerror(errno)), 1;
   fprintf(f, "set terminal pngcairo size 1200,800 noenhanced font ',10'\nset output ");
   tl_gp_string(f, png);
@@ -202,10 +202,10 @@ int tl_cmd_roofline(int argc, char **argv) {
     const char *v;
     int r;
     if ((r = tl_tool_flag_value(cmd, argc, argv, &i, "--csv", &v))) {
-      if (r < 0) return TL_EXIT_USAGE;
+      if (r < 0 || tl_tool_path_arg(cmd, "--csv", v) != 0) return TL_EXIT_USAGE;
       csv = v;
     } else if ((r = tl_tool_flag_value(cmd, argc, argv, &i, "--plot", &v))) {
-      if (r < 0) return TL_EXIT_USAGE;
+      if (r < 0 || tl_tool_path_arg(cmd, "--plot", v) != 0) return TL_EXIT_USAGE;
       png = v;
     } else if ((r = tl_tool_flag_value(cmd, argc, argv, &i, "--kernel", &v))) {
       if (r < 0) return TL_EXIT_USAGE;

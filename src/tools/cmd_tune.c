@@ -312,6 +312,14 @@ typedef struct tl_tune_job {
 } tl_tune_job;
 
 /* Tunes one job and stores the winner. */
+/* A search space that could not be built: a shape or dtype the kernel refuses is a usage error
+ * (exit 2, as explain gives), anything else (memory, the machine) a failure (exit 1). */
+static int tl_tune_space_fail(tl_status s, const tl_tune_job *j, const char *err) {
+  if (s == TL_ERR_SHAPE || s == TL_ERR_INVALID || s == TL_ERR_DTYPE)
+    return tl_tool_usage_error(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
+  return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
+}
+
 static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j, const tl_machine *m, tl_tune_db *db,
                        tl_tune_bar *bar) {
   int64_t d[8];
@@ -321,7 +329,7 @@ static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j,
   tl_tune_space *sp = NULL;
   if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
   tl_status s = j->kernel->space(ctx, d, n, variant, tl_tune_dtype(j->dtype), a->reduced, &sp, err, sizeof err);
-  if (s != TL_OK) return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
+  if (s != TL_OK) return tl_tune_space_fail(s, j, err);
   snprintf(bar->what, sizeof bar->what, "%s %s %s", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape);
   tl_tune_opts o = {.budget_s = a->budget, .machine = m, .progress = tl_tune_progress, .arg = bar};
   tl_tune_result r;
@@ -374,7 +382,7 @@ static int tl_tune_compare_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune
   tl_tune_space *sp = NULL;
   if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
   tl_status s = j->kernel->space(ctx, d, n, variant, tl_tune_dtype(j->dtype), 1, &sp, err, sizeof err);
-  if (s != TL_OK) return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
+  if (s != TL_OK) return tl_tune_space_fail(s, j, err);
   snprintf(bar->what, sizeof bar->what, "%s %s %s", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape);
   int rc = TL_EXIT_OK;
   tl_tune_cmp_case cases[3] = {{sp, NULL}, {sp, NULL}, {sp, NULL}};

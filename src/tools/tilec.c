@@ -65,6 +65,20 @@ int tl_tool_flag_value(const char *cmd, int argc, char **argv, int *i, const cha
   return 1;
 }
 
+int tl_tool_path_arg(const char *cmd, const char *name, const char *path) {
+  if (!*path) {
+    tl_tool_usage_error(cmd, "%s: empty path", name);
+    return -1;
+  }
+  for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) {
+      tl_tool_usage_error(cmd, "%s: the path holds a control character (byte %#x at position %d)", name, *c,
+                          (int)(c - (const unsigned char *)path));
+      return -1;
+    }
+  return 0;
+}
+
 int tl_tool_parse_int(const char *cmd, const char *name, const char *s, long lo, long hi, long *out) {
   char *end = NULL;
   errno = 0;
@@ -100,7 +114,9 @@ void tl_gp_string(FILE *f, const char *s) {
   fputc('\'', f);
   for (; *s; s++) {
     if (*s == '\'') fputc('\'', f);
-    fputc(*s, f);
+    /* a control character (a newline ends the string and starts a command) goes as '?': the
+     * paths were refused before (tl_tool_path_arg), titles and labels only lose it */
+    fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
   }
   fputc('\'', f);
 }

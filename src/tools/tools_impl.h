@@ -54,6 +54,10 @@ int tl_tool_fail(const char *cmd, const char *fmt, ...) __attribute__((format(pr
  * in *value, advances *i past it and returns 1; returns 0 when argv[*i] is another argument;
  * returns -1 (after printing a usage error for cmd) when the value is missing. */
 int tl_tool_flag_value(const char *cmd, int argc, char **argv, int *i, const char *name, const char **value);
+/* Checks the value of a file-path flag `name` (--csv, --plot): 0, or -1 after printing a usage
+ * error for cmd when it is empty or holds a control character (a newline in a name that goes
+ * into a gnuplot script would end the string and start a command). */
+int tl_tool_path_arg(const char *cmd, const char *name, const char *path);
 /* Parses a decimal integer in [lo, hi] for flag `name`; returns 0, or -1 after printing a usage
  * error for cmd. */
 int tl_tool_parse_int(const char *cmd, const char *name, const char *s, long lo, long hi, long *out);
@@ -66,8 +70,8 @@ int tl_tool_ctx_flag(const char *cmd, int argc, char **argv, int *i, tl_ctx_opts
  * returns TL_EXIT_USAGE. */
 int tl_tool_bad_arg(const char *cmd, const char *arg);
 
-/* Writes s as a gnuplot single-quoted string (quotes doubled): file names and titles go into
- * scripts fed to gnuplot's stdin this way, never through a shell. */
+/* Writes s as a gnuplot single-quoted string (quotes doubled, control characters as '?'): file
+ * names and titles go into scripts fed to gnuplot's stdin this way, never through a shell. */
 void tl_gp_string(FILE *f, const char *s);
 
 /* Writes s as a JSON string literal (quotes included, control characters and non-ASCII-safe

@@ -116,4 +116,23 @@ if [ $have_python = 1 ]; then
   [ "$(json_get cache_dir)" = $'/tmp/a"b\\c\td' ]; ok "JSON escapes the cache dir" $?
 fi
 
+# --- file paths: empty or with a control character refused before any work (a newline in a
+# --plot name went into gnuplot's script: the rest of the name ran as gnuplot commands) ---
+nl_path="$tmp/a.png
+system \"touch $tmp/INJECTED\""
+for cmd in roofline "bench copy --quick --sizes 4K"; do
+  run $cmd --plot "$nl_path"
+  [ $rc -eq 2 ] && one_line_error && [ ! -e "$tmp/INJECTED" ]; ok "$cmd --plot with a newline: exit 2, one line, nothing run (got $rc)" $?
+  run $cmd --csv ""
+  [ $rc -eq 2 ] && one_line_error; ok "$cmd --csv '': exit 2 at once (got $rc)" $?
+done
+run bench copy --quick --sizes 4K,,8K
+[ $rc -eq 2 ] && one_line_error; ok "bench --sizes with an empty entry: exit 2 (got $rc)" $?
+
+# --- gnuplot unable to open the output: its PNG does not land on tilec's stdout ---
+if command -v gnuplot >/dev/null 2>&1; then
+  run roofline --quick --kernel copy --csv "$tmp/r.csv" --plot "$tmp/nodir/x.png"
+  [ $rc -eq 1 ] && ! grep -q PNG "$tmp/out" && grep -q "no plot" "$tmp/err"; ok "roofline --plot into a missing dir: exit 1, table only on stdout (got $rc)" $?
+fi
+
 finish tools_cli

@@ -110,6 +110,15 @@ run explain scale 12xq --machine h100
 [ $rc -eq 2 ]; ok "bad shape exits 2 (got $rc)" $?
 one_line_error; ok "bad shape: one-line error" $?
 grep -q "12xq" "$tmp/err"; ok "bad shape named" $?
+# sizes: digits only, none missing (until 2026-11-26 '64x' ran as 64 and '+64' / ' 64' parsed)
+for bad in 64x 8x8x8x +64x64 " 64x64" x64 64xx64; do
+  run explain scale "$bad" --machine h100
+  [ $rc -eq 2 ] && one_line_error; ok "shape '$bad': exit 2, one line (got $rc)" $?
+done
+run explain scale 2000000000000x2 --machine h100
+[ $rc -eq 2 ] && grep -q "larger than 2^40" "$tmp/err"; ok "a size past 2^40 says so (got $rc)" $?
+run explain scale 64x64 --machine HOST --no-run
+[ $rc -eq 0 ]; ok "--machine HOST is the host, as preset names ignore case (got $rc)" $?
 run explain scale 64x64 --machine tpu-v9
 [ $rc -eq 2 ]; ok "unknown machine exits 2 (got $rc)" $?
 one_line_error; ok "unknown machine: one-line error" $?
