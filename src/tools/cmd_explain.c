@@ -41,6 +41,8 @@ const char tl_cmd_explain_help[] =
     "The host machine is `tilec probe`'s for the context's thread count (cached; measured first,\n"
     "about 30 s, when nothing is cached for that count: said on stderr). Presets are modelled:\n"
     "the plan is still made on this host (its block sizes and budgets), then bounded there.\n"
+    "Every report builds the kernel's tensors in memory, with --no-run and on presets too: a\n"
+    "shape of N elements needs its operands' bytes of RAM.\n"
     "\n"
     "options:\n"
     "  --machine NAME  host (default) or a preset: see `tilec machines`\n"
