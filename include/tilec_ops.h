@@ -52,12 +52,12 @@ TL_API tl_status tl_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int a
 TL_API tl_status tl_log_softmax(tl_ctx *ctx, const tl_tensor *x, tl_tensor *y, int axis);
 /* y = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis (biased variance, computed
  * without cancellation for large means). gamma and beta are optional [C] (f32 or bf16; NULL: 1
- * and 0). eps finite and >= 0 (squares summed in f32: with eps below ~1e-30, rows whose deviations
- * are all below ~1e-19 underflow to inf / NaN; docs/norms.md). */
+ * and 0). eps finite and >= 0 (squares summed in f32: rows whose deviations are all below ~1e-19
+ * give inf / NaN with eps 0, inaccurate results with eps below ~1e-30; docs/norms.md). */
 TL_API tl_status tl_layernorm(tl_ctx *ctx, const tl_tensor *x, const tl_tensor *gamma, const tl_tensor *beta, float eps,
                               tl_tensor *y);
 /* y = x / sqrt(mean(x^2) + eps) * gamma over the last axis; gamma optional [C]; eps as for
- * tl_layernorm (rows of values all below ~1e-19 with eps below ~1e-30 underflow). */
+ * tl_layernorm (rows of values all below ~1e-19 underflow: inf / NaN with eps 0). */
 TL_API tl_status tl_rmsnorm(tl_ctx *ctx, const tl_tensor *x, const tl_tensor *gamma, float eps, tl_tensor *y);
 
 /* ---- attention (docs/attention.md) ---- */

@@ -660,15 +660,22 @@ static tl_status tl_attn_kmake(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     tl_msg(err, errn, "out of memory for attention %s", kc->shape);
     return TL_ERR_NOMEM;
   }
-  /* the tuned blocks when the tuning DB has them, as tl_attention takes them for prefill (its
-   * decode path, Sq <= 16, is not this kernel: its rows are not used here) */
+  /* the tuned blocks when the tuning DB has them and the budget and the executor take them, as
+   * tl_attention does for prefill (its decode path, Sq <= 16, is not this kernel: its rows are
+   * not used here) */
   int64_t cfg[2];
-  const int tuned = Sq > 16 && tl_attn_tuned_cfg(ctx, &q, &k, &o, &m4, 0, cfg);
+  int tuned = Sq > 16 && tl_attn_tuned_cfg(ctx, &q, &k, &o, &m4, 0, cfg);
   tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, tuned ? cfg : NULL, run, bd);
-  if (tuned && tl_attn_fits(&info, run))
-    snprintf(kc->config, sizeof kc->config, "tuning DB: BQ=%lld BK=%lld", (long long)run->bq, (long long)run->bk);
-  else if (tuned) /* refused by the budget: the heuristic's, as tl_attention falls back */
-    tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, NULL, run, bd);
+  if (tuned) {
+    tl_plan *trial = NULL;
+    tl_attn_fixup(bd, run);
+    tuned = tl_attn_fits(&info, run) && tl_plan_new(ctx, &bd->k, bd->tin, bd->tout, &trial) == TL_OK;
+    tl_plan_free(trial);
+    if (tuned)
+      snprintf(kc->config, sizeof kc->config, "tuning DB: BQ=%lld BK=%lld", (long long)run->bq, (long long)run->bk);
+    else /* refused: the heuristic's, as tl_attention falls back */
+      tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, NULL, run, bd);
+  }
   if (!tl_attn_fits(&info, run)) {
     tl_msg(err, errn, "attention %s: head dim %lld does not fit the staging budget (%.0f KiB)", kc->shape, (long long)D,
            (double)info.vmem_bytes / 1024);

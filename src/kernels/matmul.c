@@ -682,10 +682,6 @@ tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   return TL_OK;
 }
 
-/* ---- tl_matmul ---- */
-
-/* Checks and builds (tl_mm_prepare), finds or makes the cached plan, sets alpha / beta, and runs
- * the plan once per outer batch index on offset tensors. */
 /* ---- memory overlap of c with the inputs, over the whole call ---- */
 
 /* A byte range [lo, hi). */
@@ -747,7 +743,7 @@ static tl_status tl_mm_check_overlap(tl_ctx *ctx, const tl_mm_build *nb) {
     const tl_mm_span xb = {tl_mm_span_of(x, 0).lo, tl_mm_span_of(x, tl_mm_outer_off(nb, ops[o].slot, xn - 1)).hi};
     if (xb.hi <= cb.lo || cb.hi <= xb.lo) continue; /* the usual case: apart */
     if (!cs) {
-      cs = malloc((size_t)cnt * sizeof *cs);
+      cs = tl_calloc((size_t)cnt, sizeof *cs);
       if (!cs) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul: out of memory checking c against the inputs");
       for (int64_t i = 0; i < cnt; i++) cs[i] = tl_mm_span_of(c, tl_mm_outer_off(nb, 2, i));
       qsort(cs, (size_t)cnt, sizeof *cs, tl_mm_span_cmp);
@@ -772,10 +768,14 @@ static tl_status tl_mm_check_overlap(tl_ctx *ctx, const tl_mm_build *nb) {
                          ops[o].slot == 3 ? " (a residual must be a tensor of its own)" : "");
     }
   }
-  free(cs);
+  tl_free_mem(cs);
   return st;
 }
 
+/* ---- tl_matmul ---- */
+
+/* Checks and builds (tl_mm_prepare), finds or makes the cached plan, sets alpha / beta, and runs
+ * the plan once per outer batch index on offset tensors. */
 tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *opts) {
   if (!ctx) return tl_fail_tls(TL_ERR_INVALID, "tl_matmul: ctx is NULL");
   const tl_matmul_opts defaults = TL_MATMUL_OPTS_INIT;

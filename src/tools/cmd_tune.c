@@ -311,7 +311,6 @@ typedef struct tl_tune_job {
   const char *dtype, *shape;
 } tl_tune_job;
 
-/* Tunes one job and stores the winner. */
 /* A search space that could not be built: a shape or dtype the kernel refuses is a usage error
  * (exit 2, as explain gives), anything else (memory, the machine) a failure (exit 1). */
 static int tl_tune_space_fail(tl_status s, const tl_tune_job *j, const char *err) {
@@ -320,6 +319,7 @@ static int tl_tune_space_fail(tl_status s, const tl_tune_job *j, const char *err
   return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
 }
 
+/* Tunes one job and stores the winner. */
 static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j, const tl_machine *m, tl_tune_db *db,
                        tl_tune_bar *bar) {
   int64_t d[8];

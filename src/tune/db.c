@@ -67,9 +67,19 @@ static int tl_tune_exec(tl_tune_db *db, const char *sql, char *why, size_t whyn)
   return -1;
 }
 
-/* uri = "file:<path>?immutable=1" with path percent-encoded; 0, or -1 when it does not fit. */
+/* 1 when path + suffix exists and is not empty. */
+static int tl_tune_has_side_file(const char *path, const char *suffix) {
+  char p[4200];
+  struct stat sb;
+  if ((size_t)snprintf(p, sizeof p, "%s%s", path, suffix) >= sizeof p) return 1; /* cannot tell: assume so */
+  return stat(p, &sb) == 0 && sb.st_size > 0;
+}
+
+/* uri = "file:<path>?immutable=1" with path percent-encoded ("file://" before an absolute path);
+ * 0, or -1 when it does not fit. */
 static int tl_tune_uri(const char *path, char *uri, size_t n) {
-  size_t o = (size_t)snprintf(uri, n, "file:");
+  /* an absolute path after "file://" (an empty authority): "file:" + "//host/x" would name a host */
+  size_t o = (size_t)snprintf(uri, n, path[0] == '/' ? "file://" : "file:");
   for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
     const int plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("/-._~", *c);
     if (o + 4 >= n) return -1;
@@ -118,6 +128,14 @@ tl_status tl_tune_db_open(const char *path, int writable, tl_tune_db **out, char
      * SQLite's read-only mode fails) reads it as an immutable file, without locks */
     const int ec = sqlite3_errcode(db->db) & 0xff;
     if (writable || (ec != SQLITE_READONLY && ec != SQLITE_CANTOPEN)) goto fail;
+    /* an immutable read sees the main file only: with committed rows still in a -wal file (or a
+     * hot journal), it would silently miss them, so that stays a failure */
+    if (tl_tune_has_side_file(path, "-wal") || tl_tune_has_side_file(path, "-journal")) {
+      char tmp[200];
+      snprintf(tmp, sizeof tmp, "%s", why && why[0] ? why : "cannot open");
+      tl_msg(why, whyn, "%s (and its -wal / -journal holds rows a read-only reader cannot apply)", tmp);
+      goto fail;
+    }
     sqlite3_close(db->db);
     db->db = NULL;
     char uri[4200];

@@ -16,6 +16,7 @@
  *     warning; TILEC_TUNE=0 ignores the DB; the attention space's candidates are aligned.
  * Everything lives in a temporary directory; the user's cache is never touched. */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -126,44 +127,62 @@ static void test_db_bad_paths(void) {
 
 /* A DB in a directory the reader may not write (its -shm file cannot be made; a WAL DB then
  * failed to open even read-only, and tl_matmul ignored its rows as "unreadable"): the reader gets
- * the row. The reading child runs as user nobody when the test runs as root (root writes
+ * the row; with a -wal file beside the DB (rows an immutable read would not see) it is refused,
+ * naming it. The reading child runs as user nobody when the test runs as root (root writes
  * anywhere), else with the directory made read-only; skipped when neither works. */
 static void test_db_readonly_dir(void) {
-  char dir[512], path[600], why[256];
+  char dir[512], path[600], wal[640], why[256];
   tpath(dir, sizeof dir, "rodir");
   REQUIRE(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir %s", dir);
   snprintf(path, sizeof path, "%s/ro.db", dir);
+  snprintf(wal, sizeof wal, "%s-wal", path);
   tl_tune_db *db = NULL;
   REQUIRE(tl_tune_db_open(path, 1, &db, why, sizeof why) == TL_OK, "open: %s", why);
   tl_tune_row r = make_row("matmul", "f32.f32.f32 m8 n8 k8 z1", "avx512", 2, "m1", "BM=8 BN=16 BK=32");
   CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
   tl_tune_db_close(db);
-  chmod(path, 0644), chmod(tmpdir, 0755);
+  chmod(path, 0644), chmod(tmpdir, 0755), chmod(dir, 0755); /* whatever the umask */
   const int root = geteuid() == 0;
   if (!root) chmod(dir, 0555);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0, "fork");
-  if (pid == 0) {
-    if (root && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
-    if (access(dir, W_OK) == 0) _exit(3); /* could write after all: nothing to test */
-    tl_tune_db *rd = NULL;
-    if (tl_tune_db_open(path, 0, &rd, why, sizeof why) != TL_OK) {
-      fprintf(stderr, "read-only open: %s\n", why);
-      _exit(1);
+  /* twice: the DB alone (the row is read), then with a -wal beside it, which an immutable read
+   * would ignore (refused) */
+  for (int with_wal = 0; with_wal < 2; with_wal++) {
+    if (with_wal) {
+      if (!root) chmod(dir, 0755);
+      FILE *f = fopen(wal, "w");
+      REQUIRE(f, "fopen %s", wal);
+      fputs("not applied", f);
+      fclose(f);
+      chmod(wal, 0644);
+      if (!root) chmod(dir, 0555);
     }
-    tl_tune_row q = make_row("matmul", "f32.f32.f32 m8 n8 k8 z1", "avx512", 2, "m1", "");
-    const int got = tl_tune_db_get(rd, &q, why, sizeof why);
-    tl_tune_db_close(rd);
-    _exit(got == 1 && !strcmp(q.config, "BM=8 BN=16 BK=32") ? 0 : 2);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+      if (root && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+      if (access(dir, W_OK) == 0) _exit(3); /* could write after all: nothing to test */
+      tl_tune_db *rd = NULL;
+      if (tl_tune_db_open(path, 0, &rd, why, sizeof why) != TL_OK) {
+        if (with_wal && strstr(why, "-wal")) _exit(0);
+        fprintf(stderr, "read-only open: %s\n", why);
+        _exit(1);
+      }
+      tl_tune_row q = make_row("matmul", "f32.f32.f32 m8 n8 k8 z1", "avx512", 2, "m1", "");
+      const int got = tl_tune_db_get(rd, &q, why, sizeof why);
+      tl_tune_db_close(rd);
+      _exit(!with_wal && got == 1 && !strcmp(q.config, "BM=8 BN=16 BK=32") ? 0 : 2);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
+      fprintf(stderr, "  (skipped: no user to read as without write permission)\n");
+      break;
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reader in a read-only directory%s: status %d",
+          with_wal ? ", a -wal beside the DB (refused, naming it)" : "", st);
   }
-  int st = 0;
-  waitpid(pid, &st, 0);
   if (!root) chmod(dir, 0755);
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
-    fprintf(stderr, "  (skipped: no user to read as without write permission)\n");
-    return;
-  }
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "reader in a read-only directory: status %d", st);
+  unlink(wal);
 }
 
 /* Writes n rows with keys "w<w> i<i>" in separate transactions; exits 0 when all succeeded. */
@@ -865,6 +884,21 @@ static void test_attention_tuned(void) {
     const tl_attn_run *run = kc.user;
     CHECK(strstr(kc.config, "BQ=16 BK=32") != NULL && run->bq == 16 && run->bk == 32, "registry attention config '%s' (%lld %lld)",
           kc.config, (long long)run->bq, (long long)run->bk);
+    tl_kcase_free(&kc);
+    tl_ctx_free(ctx);
+    /* a row the budget refuses: the heuristic's blocks, no config line */
+    ctx = new_ctx(2, path, 0);
+    REQUIRE(tl_tune_db_open(path, 1, &db, why, sizeof why) == TL_OK, "open: %s", why);
+    tl_tune_row_key(ctx, "attention", TL_ATTN_TUNE_VERSION, "bf16.f32 b1 hq2 hkv2 sq40 sk72 d32 causal0 mask-", &r);
+    snprintf(r.config, sizeof r.config, "BQ=16 BK=1048576");
+    CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
+    tl_tune_db_close(db);
+    tl_ctx_free(ctx);
+    ctx = new_ctx(2, path, 0);
+    REQUIRE(tl_kernel_find("attention")->make(ctx, "1x2x40x72x32", &kc, kerr, sizeof kerr) == TL_OK, "registry: %s", kerr);
+    run = kc.user;
+    CHECK(!kc.config[0] && run->bq == heur.bq && run->bk == heur.bk, "registry, refused row: config '%s' (%lld %lld)", kc.config,
+          (long long)run->bq, (long long)run->bk);
     tl_kcase_free(&kc);
     tl_ctx_free(ctx);
   }
