@@ -821,6 +821,33 @@ static double at_run_fresh(const char *path, int tune, at_case *c, tl_attn_last 
   return err;
 }
 
+/* Stores cfg as the tuned row of the registry's attention instance 1x2x40x72x32 (bf16 q, k, v;
+ * f32 o) in the DB at path, then makes that instance into *kc on a fresh context, which it
+ * returns (the caller frees kc, then the context); NULL on failure (checked here). */
+static tl_ctx *registry_attention(const char *path, const char *cfg, tl_kcase *kc) {
+  char why[256] = "", kerr[256] = "";
+  tl_ctx *ctx = new_ctx(2, path, 0);
+  tl_tune_db *db = NULL;
+  if (!ctx || tl_tune_db_open(path, 1, &db, why, sizeof why) != TL_OK) {
+    CHECK(0, "open %s: %s", path, why);
+    tl_ctx_free(ctx);
+    return NULL;
+  }
+  tl_tune_row r;
+  tl_tune_row_key(ctx, "attention", TL_ATTN_TUNE_VERSION, "bf16.f32 b1 hq2 hkv2 sq40 sk72 d32 causal0 mask-", &r);
+  snprintf(r.config, sizeof r.config, "%s", cfg);
+  CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
+  tl_tune_db_close(db);
+  tl_ctx_free(ctx);
+  ctx = new_ctx(2, path, 0); /* a context reads the DB at its first lookup */
+  if (!ctx || tl_kernel_find("attention")->make(ctx, "1x2x40x72x32", kc, kerr, sizeof kerr) != TL_OK) {
+    CHECK(0, "registry attention: %s", kerr);
+    tl_ctx_free(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
 static void test_attention_tuned(void) {
   char path[512], warn[512], key[TL_TUNE_KEY_MAX];
   tpath(path, sizeof path, "attn.db");
@@ -864,41 +891,19 @@ static void test_attention_tuned(void) {
         (long long)last.bk, err);
   CHECK(strstr(warn, "refused") != NULL, "refused warning: '%s'", warn);
   /* the registry's instance (bf16 q, k, v; f32 o: tilec explain, roofline) takes a tuned row of
-   * its problem and says so */
-  {
-    ctx = new_ctx(2, path, 0);
-    REQUIRE(ctx, "ctx");
-    tl_tune_db *db = NULL;
-    char why[256];
-    REQUIRE(tl_tune_db_open(path, 1, &db, why, sizeof why) == TL_OK, "open: %s", why);
-    tl_tune_row r;
-    tl_tune_row_key(ctx, "attention", TL_ATTN_TUNE_VERSION, "bf16.f32 b1 hq2 hkv2 sq40 sk72 d32 causal0 mask-", &r);
-    snprintf(r.config, sizeof r.config, "BQ=16 BK=32");
-    CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
-    tl_tune_db_close(db);
-    tl_ctx_free(ctx);
-    ctx = new_ctx(2, path, 0);
-    tl_kcase kc;
-    char kerr[256];
-    REQUIRE(tl_kernel_find("attention")->make(ctx, "1x2x40x72x32", &kc, kerr, sizeof kerr) == TL_OK, "registry: %s", kerr);
+   * its problem and says so; a row the budget refuses leaves the heuristic's blocks, no config */
+  tl_kcase kc;
+  if ((ctx = registry_attention(path, "BQ=16 BK=32", &kc)) != NULL) {
     const tl_attn_run *run = kc.user;
-    CHECK(strstr(kc.config, "BQ=16 BK=32") != NULL && run->bq == 16 && run->bk == 32, "registry attention config '%s' (%lld %lld)",
-          kc.config, (long long)run->bq, (long long)run->bk);
+    CHECK(strstr(kc.config, "BQ=16 BK=32") != NULL && run->bq == 16 && run->bk == 32,
+          "registry attention config '%s' (%lld %lld)", kc.config, (long long)run->bq, (long long)run->bk);
     tl_kcase_free(&kc);
     tl_ctx_free(ctx);
-    /* a row the budget refuses: the heuristic's blocks, no config line */
-    ctx = new_ctx(2, path, 0);
-    REQUIRE(tl_tune_db_open(path, 1, &db, why, sizeof why) == TL_OK, "open: %s", why);
-    tl_tune_row_key(ctx, "attention", TL_ATTN_TUNE_VERSION, "bf16.f32 b1 hq2 hkv2 sq40 sk72 d32 causal0 mask-", &r);
-    snprintf(r.config, sizeof r.config, "BQ=16 BK=1048576");
-    CHECK(tl_tune_db_put(db, &r, why, sizeof why) == TL_OK, "put: %s", why);
-    tl_tune_db_close(db);
-    tl_ctx_free(ctx);
-    ctx = new_ctx(2, path, 0);
-    REQUIRE(tl_kernel_find("attention")->make(ctx, "1x2x40x72x32", &kc, kerr, sizeof kerr) == TL_OK, "registry: %s", kerr);
-    run = kc.user;
-    CHECK(!kc.config[0] && run->bq == heur.bq && run->bk == heur.bk, "registry, refused row: config '%s' (%lld %lld)", kc.config,
-          (long long)run->bq, (long long)run->bk);
+  }
+  if ((ctx = registry_attention(path, "BQ=16 BK=1048576", &kc)) != NULL) {
+    const tl_attn_run *run = kc.user;
+    CHECK(!kc.config[0] && run->bq == heur.bq && run->bk == heur.bk, "registry, refused row: config '%s' (%lld %lld)",
+          kc.config, (long long)run->bq, (long long)run->bk);
     tl_kcase_free(&kc);
     tl_ctx_free(ctx);
   }
