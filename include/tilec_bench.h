@@ -39,7 +39,9 @@ typedef struct tl_bench_result {
 } tl_bench_result;
 
 /* Times n cases interleaved: each round calls every case once, in order, until each has had
- * min_reps calls and min_time_s, the medians are stable or max_time_s / max_reps is reached.
+ * min_reps calls and min_time_s, the medians are stable or max_time_s / max_reps is reached, or
+ * the timing has taken n x max_time_s of wall time (pauses aside; the harness's own work with
+ * many tiny calls included).
  * opts may be NULL. out[i] receives case i's result. A case whose fn returns nonzero is marked
  * failed and not called again (its times describe the calls before); the others go on.
  * TL_ERR_INVALID (tl_last_error says why) for n < 1, NULL cases, out or fn, negative or NaN

@@ -8,7 +8,8 @@
  *      are asleep. After each round it stops when every live case has had min_reps calls and
  *      min_time_s of timed calls and its median moved less than `stable` (relative) during the
  *      round, or when some live case reached max_reps or max_time_s (all live cases then have the
- *      same number of calls: rounds keep the interleaving even).
+ *      same number of calls: rounds keep the interleaving even), or when the timing phase has
+ *      taken n x max_time_s of wall time, pauses aside (the harness's own work included).
  * Invariants: memory is bounded by n x max_reps samples (one sorted array per case, kept sorted by
  * insertion, so the median is read in O(1)); nothing is printed; a case whose fn returns nonzero
  * is marked failed and never called again, the others go on; arguments are checked before `out`
@@ -169,16 +170,26 @@ tl_status tl_bench_run(const tl_bench_opts *opts, int n, const tl_bench_case *ca
   for (int i = 0; i < n; i++) st[i].sorted = samples + (size_t)i * (size_t)c.max_reps;
 
   tl_bench_warmup(&c, n, cases, st);
+  /* the timing phase's wall time, pauses aside, is held to n x max_time_s as well: max_time_s
+   * alone counts the calls, and with many tiny calls the harness's own work (the sorted
+   * insertion is O(reps)) dominated — 10^6 empty calls took 19.5 s under a 0.2 s max_time_s
+   * until 2026-11-26 (found by fuzzing) */
+  const double t_start = tl_bench_now(), wall_cap = (double)n * c.max_time_s;
+  double paused = 0;
   do {
     for (int i = 0; i < n; i++) {
       if (st[i].failed) continue;
-      if (c.pause_s > 0) tl_bench_sleep(c.pause_s);
+      if (c.pause_s > 0) {
+        const double p0 = tl_bench_now();
+        tl_bench_sleep(c.pause_s);
+        paused += tl_bench_now() - p0;
+      }
       double dt = tl_bench_call(&cases[i], &st[i]);
       if (dt < 0) continue;
       tl_bench_insert(st[i].sorted, st[i].count++, dt);
       st[i].timed_s += dt;
     }
-  } while (!tl_bench_done(&c, n, st));
+  } while (!tl_bench_done(&c, n, st) && tl_bench_now() - t_start - paused < wall_cap);
 
   for (int i = 0; i < n; i++) {
     tl_bench_result *r = &out[i];

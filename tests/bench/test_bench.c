@@ -102,6 +102,17 @@ static void test_limits(void) {
   CHECK(r.reps >= 5 && r.reps <= 11, "max_time 20 ms of 2 ms calls: %d reps", r.reps);
   CHECK(wall < 0.5, "run took %g s", wall);
 
+  /* max_time with many tiny calls: the harness's own work (O(reps) per sorted insertion) counts
+   * against the wall cap n x max_time_s; 10^6 empty calls under max_time 0.2 s took 19.5 s before
+   * (2 x 10^6 would take minutes): the bound here is loose, for a loaded machine */
+  spin_arg e = mk(0, 0);
+  tl_bench_case c5 = {"e", spin_case, &e};
+  tl_bench_opts o5 = {.warmup_s = 1e-9, .min_time_s = 0.1, .max_time_s = 0.1, .min_reps = 1, .max_reps = 2000000};
+  t0 = tl_bench_now();
+  REQUIRE(tl_bench_run(&o5, 1, &c5, &r) == TL_OK, "%s", tl_last_error());
+  wall = tl_bench_now() - t0;
+  CHECK(wall < 5 && r.reps >= 1, "2e6 tiny calls under max_time 0.1 s: %d reps in %g s", r.reps, wall);
+
   /* stable: a loose tolerance stops well before max_reps once min_time is met */
   spin_arg c = mk(50e-6, 0);
   tl_bench_case c3 = {"c", spin_case, &c};
