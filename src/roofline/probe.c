@@ -328,7 +328,10 @@ tl_status tl_machine_probe_opts(tl_ctx *ctx, const tl_probe_opts *opts, int forc
       }
       goto done;
     }
-    if (r < 0) tl_probe_warn(&st, "probe cache %s ignored (%s); measured again", path, why);
+    if (r < 0) {
+      tl_probe_warn(&st, "probe cache %s ignored (%s); measured again", path, why);
+      tl_probe_note(&st, "probe cache %s ignored (%s); measuring again", path, why); /* said before the wait */
+    }
   }
   s = tl_probe_host(&st, m);
   if (s != TL_OK) goto out;

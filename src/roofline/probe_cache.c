@@ -275,7 +275,7 @@ static int tl_jp_nonneg(tl_jp *j, double *out) {
   double v;
   if (!tl_jp_num(j, &v)) return 0;
   if (v < 0) return tl_jp_fail(j, "negative number");
-  *out = v;
+  *out = v + 0.0; /* -0 reads as 0 */
   return 1;
 }
 
@@ -379,8 +379,30 @@ static const char *tl_cache_check(const tl_jp_top *t, const char *key) {
   for (int i = 0; i < m->nunits; i++)
     if (!m->units[i].name[0] || m->units[i].dtype == TL_DTYPE_INVALID || !(m->units[i].peak > 0))
       return "a unit without a name, dtype or peak";
-  for (int i = 0; i < m->nlevels; i++)
-    if (!m->levels[i].name[0] || !(m->levels[i].read_bw > 0)) return "a level without a name or read bandwidth";
+  /* plausible numbers only (a file edited or damaged into 1e-300 B/s or 1e308 flop/s gave bounds
+   * of 1e306 s and 60-digit peaks in the output until 2026-11-26, found by fuzzing): peaks in
+   * [1e6, 1e18] flop/s, one thread's at most 1.5 x all threads'; bandwidths at most 1e15 B/s,
+   * reads from 1e6; every level but the last sized, totals (per core x cores) growing down
+   * the levels, at most 2^50 bytes; the last level unsized (memory) or larger still */
+  for (int i = 0; i < m->nunits; i++) {
+    const tl_compute_unit *u = &m->units[i];
+    if (u->peak < 1e6 || u->peak > 1e18 || u->peak_1t > 1.5 * u->peak || u->spread > 1e3) return "an implausible unit peak";
+  }
+  double prev = 0;
+  for (int i = 0; i < m->nlevels; i++) {
+    const tl_mem_level *l = &m->levels[i];
+    if (!l->name[0] || !(l->read_bw >= 1e6)) return "a level without a name or read bandwidth";
+    const double bw[] = {l->read_bw, l->write_bw, l->copy_bw, l->nt_copy_bw, l->read_bw_1t, l->write_bw_1t, l->copy_bw_1t,
+                         l->nt_copy_bw_1t};
+    for (size_t k = 0; k < TL_ARRAY_LEN(bw); k++)
+      if (bw[k] > 1e15) return "an implausible bandwidth";
+    const double total = (double)l->capacity * (l->per_core ? t->cores : 1);
+    const int last = i == m->nlevels - 1;
+    if (total > 0x1p50) return "a level capacity past 2^50 bytes";
+    if ((!last && !(total > prev)) || (last && l->capacity != 0 && !(total > prev)))
+      return "level capacities out of order (fastest and smallest first, memory last)";
+    prev = total;
+  }
   return NULL;
 }
 

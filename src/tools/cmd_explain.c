@@ -138,8 +138,12 @@ static int tl_explain_parse(int argc, char **argv, tl_explain_args *a) {
 static void tl_explain_progress(const char *note, void *arg) {
   int *announced = arg;
   if (!strncmp(note, "read the probe cache", 20)) return; /* cached: nothing to announce */
+  if (!strncmp(note, "probe cache", 11)) { /* a cache file not used, and why */
+    fprintf(stderr, "tilec explain: %s\n", note);
+    return;
+  }
   if (!*announced) {
-    fprintf(stderr, "tilec explain: measuring the host (first run, about 30 s; cached afterwards)\n");
+    fprintf(stderr, "tilec explain: measuring the host (nothing usable cached; about 30 s, cached afterwards)\n");
     *announced = 1;
   }
 }
@@ -526,6 +530,8 @@ int tl_cmd_explain(int argc, char **argv) {
       rc = tl_tool_fail(TL_CMD, "host: probe failed: %s: %s", tl_status_name(s), tl_ctx_error(ctx));
       goto out;
     }
+    /* why a cache file was not used (damaged, implausible), as roofline says it */
+    if (tl_ctx_warning(ctx)[0]) fprintf(stderr, "tilec explain: note: %s\n", tl_ctx_warning(ctx));
     tl_explain_scale_host(&m, info.threads);
   }
 

@@ -311,22 +311,39 @@ static void test_cache_file(void) {
       "{\"format\": \"tilec-machine-2\"}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [], \"levels\": []}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": -1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
+      "\"f32\", \"peak\": -1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f99\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
+      "\"f99\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": 1e999}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
+      "\"f32\", \"peak\": 1e999}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": nan}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
+      "\"f32\", \"peak\": nan}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 0, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]}",
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1, \"capacity\": 1.5}]}",
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9, \"capacity\": 1.5}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1}]} trailing",
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]} trailing",
       "{\"format\": \"tilec-machine-2\", \"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"Kxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+      /* implausible numbers (edited or damaged files: bounds of 1e306 s, 60-digit peaks) */
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e308}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e9, \"peak_1t\": 1e10}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e-300}]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9, \"write_bw\": 1e16}]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9, \"capacity\": 9e18}]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"D\", \"read_bw\": 1e9, \"capacity\": 0}, {\"name\": "
+      "\"L1\", \"read_bw\": 1e9, \"capacity\": 32768}]}",
+      "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
+      "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L2\", \"read_bw\": 1e9, \"capacity\": 1048576}, {\"name\": "
+      "\"L1\", \"read_bw\": 1e9, \"capacity\": 32768}, {\"name\": \"D\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\\q\"}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\\u00zz\"}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K",
@@ -346,8 +363,8 @@ static void test_cache_file(void) {
   FILE *f = fopen(path, "w");
   REQUIRE(f, "open");
   fputs("{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"extra\": {\"a\": [1, true, null]}, "
-        "\"units\": [{\"name\": \"s\", \"dtype\": \"f32\", \"peak\": 1}], \"levels\": [{\"name\": \"L1\", "
-        "\"read_bw\": 1}]}",
+        "\"units\": [{\"name\": \"s\", \"dtype\": \"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", "
+        "\"read_bw\": 1e9}]}",
         f);
   fclose(f);
   CHECK(tl_probe_cache_read(path, "K", &back, why, sizeof why) == 1, "minimal file accepted: %s", why);
