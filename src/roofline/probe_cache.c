@@ -382,8 +382,8 @@ static const char *tl_cache_check(const tl_jp_top *t, const char *key) {
   /* plausible numbers only (a file edited or damaged into 1e-300 B/s or 1e308 flop/s gave bounds
    * of 1e306 s and 60-digit peaks in the output until 2026-11-26, found by fuzzing): peaks in
    * [1e6, 1e18] flop/s, one thread's at most 1.5 x all threads'; bandwidths at most 1e15 B/s,
-   * reads from 1e6; every level but the last sized, totals (per core x cores) growing down
-   * the levels, at most 2^50 bytes; the last level unsized (memory) or larger still */
+   * reads from 1e6; every level but the last sized, capacities growing down the levels, at most
+   * 2^50 bytes in all; the last level unsized (memory) or larger still */
   for (int i = 0; i < m->nunits; i++) {
     const tl_compute_unit *u = &m->units[i];
     if (u->peak < 1e6 || u->peak > 1e18 || u->peak_1t > 1.5 * u->peak || u->spread > 1e3) return "an implausible unit peak";
@@ -396,12 +396,14 @@ static const char *tl_cache_check(const tl_jp_top *t, const char *key) {
                          l->nt_copy_bw_1t};
     for (size_t k = 0; k < TL_ARRAY_LEN(bw); k++)
       if (bw[k] > 1e15) return "an implausible bandwidth";
-    const double total = (double)l->capacity * (l->per_core ? t->cores : 1);
+    /* the order compares a level's own capacity (per core for per-core levels): on many-core
+     * parts the L2s together outsize the shared L3 */
+    const double cap = (double)l->capacity;
     const int last = i == m->nlevels - 1;
-    if (total > 0x1p50) return "a level capacity past 2^50 bytes";
-    if ((!last && !(total > prev)) || (last && l->capacity != 0 && !(total > prev)))
+    if (cap * (l->per_core ? t->cores : 1) > 0x1p50) return "a level capacity past 2^50 bytes";
+    if ((!last && !(cap > prev)) || (last && l->capacity != 0 && !(cap > prev)))
       return "level capacities out of order (fastest and smallest first, memory last)";
-    prev = total;
+    prev = cap;
   }
   return NULL;
 }

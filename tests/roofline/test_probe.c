@@ -368,6 +368,16 @@ static void test_cache_file(void) {
         f);
   fclose(f);
   CHECK(tl_probe_cache_read(path, "K", &back, why, sizeof why) == 1, "minimal file accepted: %s", why);
+  /* a many-core part whose L2s together outsize its shared L3 (64 x 2 MiB > 100 MiB): in order */
+  f = fopen(path, "w");
+  REQUIRE(f, "open");
+  fputs("{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 64, \"units\": [{\"name\": \"s\", "
+        "\"dtype\": \"f32\", \"peak\": 1e12}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e13, \"capacity\": 49152, "
+        "\"per_core\": 1}, {\"name\": \"L2\", \"read_bw\": 5e12, \"capacity\": 2097152, \"per_core\": 1}, {\"name\": "
+        "\"L3\", \"read_bw\": 1e12, \"capacity\": 104857600}, {\"name\": \"DRAM\", \"read_bw\": 2e11}]}",
+        f);
+  fclose(f);
+  CHECK(tl_probe_cache_read(path, "K", &back, why, sizeof why) == 1, "many-core levels accepted: %s", why);
   /* binary junk with NUL bytes */
   f = fopen(path, "wb");
   REQUIRE(f, "open");
