@@ -331,7 +331,7 @@ static void test_cache_file(void) {
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": 1e308}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
-      "\"f32\", \"peak\": 1e9, \"peak_1t\": 1e10}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
+      "\"f32\", \"peak\": 1e9, \"peak_1t\": 1e19}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e9}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
       "\"f32\", \"peak\": 1e9}], \"levels\": [{\"name\": \"L1\", \"read_bw\": 1e-300}]}",
       "{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", \"dtype\": "
