@@ -487,6 +487,28 @@ static int tl_attn_tuned_cfg(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k
   return 1;
 }
 
+/* tl_attn_make with the tuned blocks when the DB has them and the budget and the executor take
+ * them, else (with a warning when tuned ones were refused) the heuristic's. *tuned (may be
+ * NULL): 1 when the tuned blocks were taken. tl_attention and the registry's instance (explain,
+ * roofline) both decide through it. */
+static tl_status tl_attn_make_tuned(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, const tl_tensor *v,
+                                    const tl_tensor *o, const tl_tensor *mask4, int causal, tl_attn_run *r,
+                                    tl_attn_build *bd, tl_plan **plan, float **ws, int *tuned) {
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  int64_t cfg[2];
+  int tu = tl_attn_tuned_cfg(ctx, q, k, o, mask4, causal, cfg);
+  tl_status s = tl_attn_make(ctx, &info, q, k, v, o, mask4, causal, tu ? cfg : NULL, r, bd, plan, ws);
+  if (s != TL_OK && tu) {
+    tl_ctx_warn(ctx, "tl_attention: tuned config BQ=%lld BK=%lld refused (%s): using the heuristic's", (long long)cfg[0],
+                (long long)cfg[1], tl_ctx_error(ctx));
+    tu = 0;
+    s = tl_attn_make(ctx, &info, q, k, v, o, mask4, causal, NULL, r, bd, plan, ws);
+  }
+  if (tuned) *tuned = tu && s == TL_OK;
+  return s;
+}
+
 /* ---- the tuner's candidates ---- */
 
 struct tl_attn_cand {
@@ -577,16 +599,7 @@ tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, cons
   if (!e->used) {
     /* a new plan: the tuned config when the DB has one for this problem (looked up only here,
      * so cached calls never pay for it), else the heuristic's */
-    tl_ctx_info info;
-    tl_ctx_info_get(ctx, &info);
-    int64_t cfg[2];
-    const int tuned = tl_attn_tuned_cfg(ctx, q, k, o, &mask4, op->causal, cfg);
-    s = tl_attn_make(ctx, &info, q, k, v, o, &mask4, op->causal, tuned ? cfg : NULL, &e->run, &e->bd, &e->plan, &e->ws);
-    if (s != TL_OK && tuned) {
-      tl_ctx_warn(ctx, "tl_attention: tuned config BQ=%lld BK=%lld refused (%s): using the heuristic's", (long long)cfg[0],
-                  (long long)cfg[1], tl_ctx_error(ctx));
-      s = tl_attn_make(ctx, &info, q, k, v, o, &mask4, op->causal, NULL, &e->run, &e->bd, &e->plan, &e->ws);
-    }
+    s = tl_attn_make_tuned(ctx, q, k, v, o, &mask4, op->causal, &e->run, &e->bd, &e->plan, &e->ws, NULL);
     if (s != TL_OK) {
       memset(e, 0, sizeof *e); /* the entry stays free */
       return s;
@@ -660,22 +673,18 @@ static tl_status tl_attn_kmake(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     tl_msg(err, errn, "out of memory for attention %s", kc->shape);
     return TL_ERR_NOMEM;
   }
-  /* the tuned blocks when the tuning DB has them and the budget and the executor take them, as
-   * tl_attention does for prefill (its decode path, Sq <= 16, is not this kernel: its rows are
-   * not used here) */
-  int64_t cfg[2];
-  int tuned = Sq > 16 && tl_attn_tuned_cfg(ctx, &q, &k, &o, &m4, 0, cfg);
-  tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, tuned ? cfg : NULL, run, bd);
-  if (tuned) {
-    tl_plan *trial = NULL;
-    tl_attn_fixup(bd, run);
-    tuned = tl_attn_fits(&info, run) && tl_plan_new(ctx, &bd->k, bd->tin, bd->tout, &trial) == TL_OK;
-    tl_plan_free(trial);
-    if (tuned)
-      snprintf(kc->config, sizeof kc->config, "tuning DB: BQ=%lld BK=%lld", (long long)run->bq, (long long)run->bk);
-    else /* refused: the heuristic's, as tl_attention falls back */
-      tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, NULL, run, bd);
-  }
+  /* from Sq = 17 (prefill) the build tl_attention would plan, decided the same way (until
+   * 2026-11-26 explain and roofline used the heuristic's blocks whatever the tuning DB held); the
+   * plan is explain's to make. Up to 16 query rows tl_attention decodes, which is not this
+   * kernel: the heuristic's prefill blocks */
+  int tuned = 0;
+  tl_plan *plan = NULL;
+  float *ws = NULL;
+  if (Sq <= TL_ATTN_DECODE_MAX_SQ || tl_attn_make_tuned(ctx, &q, &k, &v, &o, &m4, 0, run, bd, &plan, &ws, &tuned) != TL_OK)
+    tl_attn_prepare(&info, &q, &k, &v, &o, &m4, 0, 0, NULL, run, bd);
+  tl_plan_free(plan);
+  tl_aligned_free(ws);
+  if (tuned) snprintf(kc->config, sizeof kc->config, "tuning DB: BQ=%lld BK=%lld", (long long)run->bq, (long long)run->bk);
   if (!tl_attn_fits(&info, run)) {
     tl_msg(err, errn, "attention %s: head dim %lld does not fit the staging budget (%.0f KiB)", kc->shape, (long long)D,
            (double)info.vmem_bytes / 1024);

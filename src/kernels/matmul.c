@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "matmul_impl.h"
+#include "../runtime/plan_impl.h"
 #include "../tune/tune_impl.h"
 
 #define TL_MM_CACHE 32
@@ -682,6 +683,26 @@ tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   return TL_OK;
 }
 
+/* See matmul_impl.h. */
+tl_status tl_mm_plan_make(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                          const tl_matmul_opts *o, const tl_mm_build *heur, tl_mm_build *out, tl_plan **plan, int *tuned) {
+  tl_mm_build tb;
+  int tu = tl_mm_tuned_build(ctx, a, b, c, o, heur, &tb);
+  *out = tu ? tb : *heur;
+  tl_mm_build_fixup(out, &out->run);
+  tl_status s = tl_plan_new(ctx, &out->k, out->tin, out->tout, plan);
+  if (s != TL_OK && tu) {
+    tl_ctx_warn(ctx, "tl_matmul: tuned config BM=%lld BN=%lld BK=%lld refused (%s): using the heuristic's",
+                (long long)tb.run.BM, (long long)tb.run.BN, (long long)tb.run.BK, tl_ctx_error(ctx));
+    tu = 0;
+    *out = *heur;
+    tl_mm_build_fixup(out, &out->run);
+    s = tl_plan_new(ctx, &out->k, out->tin, out->tout, plan);
+  }
+  if (tuned) *tuned = tu && s == TL_OK;
+  return s;
+}
+
 /* ---- memory overlap of c with the inputs, over the whole call ---- */
 
 /* A byte range [lo, hi). */
@@ -706,10 +727,12 @@ static int64_t tl_mm_outer_off(const tl_mm_build *nb, int x, int64_t it) {
   return off;
 }
 
-/* The span of t moved by off bytes. */
+/* The span of t (the executor's, tl_tensor_span) moved by off bytes. */
 static tl_mm_span tl_mm_span_of(const tl_tensor *t, int64_t off) {
-  const uintptr_t lo = (uintptr_t)t->data + (uintptr_t)off;
-  return (tl_mm_span){lo, lo + (uintptr_t)tl_tensor_nbytes(t)};
+  tl_mm_span sp;
+  tl_tensor_span(t, &sp.lo, &sp.hi);
+  sp.lo += (uintptr_t)off, sp.hi += (uintptr_t)off;
+  return sp;
 }
 
 /* Refuses c overlapping any input (a, b, bias, scales, residual — c's own storage included, so
@@ -795,20 +818,8 @@ tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tens
   tl_mm_entry *e = tl_mm_cache_lookup(ctx, &key);
   if (!e) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul: out of memory for the plan cache");
   if (!e->used) {
-    /* a new plan: the tuned config when the DB has one for this problem (looked up only here,
-     * so cached calls never pay for it), else the heuristic's */
-    tl_mm_build tb;
-    int tuned = tl_mm_tuned_build(ctx, a, b, c, o, &bd, &tb);
-    e->bd = tuned ? tb : bd;
-    tl_mm_build_fixup(&e->bd, &e->bd.run);
-    s = tl_plan_new(ctx, &e->bd.k, e->bd.tin, e->bd.tout, &e->plan);
-    if (s != TL_OK && tuned) {
-      tl_ctx_warn(ctx, "tl_matmul: tuned config BM=%lld BN=%lld BK=%lld refused (%s): using the heuristic's",
-                  (long long)tb.run.BM, (long long)tb.run.BN, (long long)tb.run.BK, tl_ctx_error(ctx));
-      e->bd = bd;
-      tl_mm_build_fixup(&e->bd, &e->bd.run);
-      s = tl_plan_new(ctx, &e->bd.k, e->bd.tin, e->bd.tout, &e->plan);
-    }
+    /* a new plan (the tuning DB is looked up only here, so cached calls never pay for it) */
+    s = tl_mm_plan_make(ctx, a, b, c, o, &bd, &e->bd, &e->plan, NULL);
     if (s != TL_OK) {
       memset(e, 0, sizeof *e); /* the plan failed: the entry stays free */
       return s;

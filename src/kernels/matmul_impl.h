@@ -99,6 +99,13 @@ void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n);
  * *out and returns 1; else 0 (then *out is unset). */
 int tl_mm_tuned_build(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
                       const tl_mm_build *heur, tl_mm_build *out);
+/* The build and plan a new plan of this call takes: the tuned config when the DB has one and the
+ * executor takes it, else (with a warning when a tuned one was refused) the heuristic's heur.
+ * *out is fixed up (its kernel points into it; *plan reads it: keep *out in place while *plan
+ * lives). *tuned (may be NULL): 1 when the tuned config was taken. tl_matmul and the registry's
+ * instance (explain, roofline) both decide through it. */
+tl_status tl_mm_plan_make(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
+                          const tl_matmul_opts *o, const tl_mm_build *heur, tl_mm_build *out, tl_plan **plan, int *tuned);
 /* Test hook: the BM, BN, BK a new tl_matmul plan for these arguments would use, and whether they
  * are tuned. */
 tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,

@@ -345,21 +345,18 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     if (s == TL_OK) kc->bufs[4] = packed.data, tb = packed;
   }
   if (s == TL_OK) s = tl_mm_prepare(ctx, &ta, &tb, &tc, &o, &bd);
-  /* the tuned config when the tuning DB has one and the executor takes it, as tl_matmul does
-   * (until 2026-11-26 explain and roofline showed the heuristic's blocks whatever the DB held) */
-  tl_mm_build tuned;
-  if (s == TL_OK && tl_mm_tuned_build(ctx, &ta, &tb, &tc, &o, &bd, &tuned)) {
-    tl_mm_build_fixup(&tuned, &tuned.run);
-    tl_plan *trial = NULL;
-    if (tl_plan_new(ctx, &tuned.k, tuned.tin, tuned.tout, &trial) == TL_OK) {
-      tl_plan_free(trial);
-      bd = tuned;
+  /* the build tl_matmul would plan, decided the same way (until 2026-11-26 explain and roofline
+   * showed the heuristic's blocks whatever the tuning DB held); the plan is explain's to make */
+  if (s == TL_OK) {
+    tl_mm_build used;
+    tl_plan *plan = NULL;
+    int tuned = 0;
+    s = tl_mm_plan_make(ctx, &ta, &tb, &tc, &o, &bd, &used, &plan, &tuned);
+    tl_plan_free(plan);
+    if (s == TL_OK) bd = used;
+    if (tuned)
       snprintf(kc->config, sizeof kc->config, "tuning DB: BM=%lld BN=%lld BK=%lld", (long long)bd.run.BM,
                (long long)bd.run.BN, (long long)bd.run.BK);
-    } else {
-      tl_ctx_warn(ctx, "matmul: tuned config BM=%lld BN=%lld BK=%lld refused (%s): using the heuristic's",
-                  (long long)tuned.run.BM, (long long)tuned.run.BN, (long long)tuned.run.BK, tl_ctx_error(ctx));
-    }
   }
   if (s != TL_OK) {
     tl_msg(err, errn, "%s", tl_ctx_error(ctx));

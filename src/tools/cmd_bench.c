@@ -106,8 +106,8 @@ static const tl_bsuite *tl_bench_find(const char *name) {
 /* Checks every size of a comma-separated list against the suite; 0 or a usage error. */
 static int tl_bench_check_sizes(const tl_bsuite *s, const char *list) {
   char buf[1024], err[256];
-  if (!*list || strlen(list) >= sizeof buf) return tl_tool_usage_error(TL_CMD, "--sizes: expected a comma-separated list");
   const size_t len = strlen(list);
+  if (!len || len >= sizeof buf) return tl_tool_usage_error(TL_CMD, "--sizes: expected a comma-separated list");
   if (list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,"))
     return tl_tool_usage_error(TL_CMD, "--sizes '%s': an empty entry (a comma too many)", list);
   snprintf(buf, sizeof buf, "%s", list);
