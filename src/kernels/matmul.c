@@ -324,6 +324,8 @@ static tl_tensor tl_mm_view3(const tl_tensor *t, int64_t inner, int64_t inner_st
   return v;
 }
 
+static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
+
 /* See matmul_impl.h. */
 tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
                         tl_mm_build *bd) {
@@ -533,6 +535,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
                       .grid = {inner, TL_CDIV(bd->N, BN), TL_CDIV(bd->M, BM), BK ? TL_CDIV(bd->K, BK) : 1},
                       .sem = {TL_PARALLEL, TL_PARALLEL, TL_PARALLEL, TL_ARBITRARY}, .n_in = n, .n_out = 1,
                       .n_scratch = ns, .flops = flops};
+  if (!cfg) tl_mm_split_decide(&info, bd, a, b);
   tl_mm_build_fixup(bd, r);
   return TL_OK;
 }
@@ -541,6 +544,88 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run) {
   bd->k.in = bd->in, bd->k.out = bd->out, bd->k.scratch = bd->k.n_scratch ? bd->scr : NULL;
   bd->k.user = run;
+  if (bd->split) {
+    for (int i = 0; i < 3; i++) (i < 2 ? &bd->ks_in[i] : &bd->ks_out[0])->map = bd->ks_map[i];
+    bd->ks.in = bd->ks_in, bd->ks.out = bd->ks_out, bd->ks.user = &bd->ks_run;
+  }
+}
+
+/* ---- the K split (tl_mm_build.split) ---- */
+
+/* Sets up the K split when it applies (else leaves split 0): one row of a (no batch), b streamed
+ * (row-major, rows contiguous) with rows a multiple of 4 KiB long, split over N into blocks of
+ * less than 4 KiB per thread: each thread would read part of every page of b (2 KiB of each 4
+ * KiB row with 2 threads), which ran 10-20% slower than each reading whole rows of alternate K
+ * blocks (int8 1x4096x4096, 1x4096x11008, bf16 1x2048x4096, f32 1x1024x8192; docs/matmul.md).
+ * The K blocks (about TL_MM_BK_STREAM rows, VNNI-group multiples) come in a multiple of S, so
+ * every split has as many. */
+static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
+  const tl_mm_run *r = &bd->run;
+  const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), K = bd->K, N = bd->N;
+  const int64_t ldb = b->stride[b->ndim - 2] * es;
+  if (!r->stream || bd->M != 1 || bd->batch != 1 || S < 2 || S > 64 || ldb != N * es || ldb % 4096 ||
+      r->BN * es >= 4096 || TL_CDIV(N, r->BN) < 2)
+    return;
+  const int64_t g = 64;
+  int64_t nb = TL_CDIV(TL_CDIV(K, TL_MM_BK_STREAM), S) * S, bk = 0;
+  for (; nb >= S; nb -= S) { /* the most blocks up to that count that tile K exactly */
+    bk = tl_mm_round_up(TL_CDIV(K, nb), g);
+    if (TL_CDIV(K, bk) == nb) break;
+  }
+  if (nb < S) return;
+  bd->split = (int)S;
+  tl_mm_run *kr = &bd->ks_run;
+  *kr = *r;
+  kr->partial = 1, kr->sum = 0;
+  kr->ia = 0, kr->ib = 1, kr->ic = 2, kr->iacc = kr->icvt = kr->itmp = kr->ibias = kr->isa = kr->isb = kr->ires = -1;
+  kr->alpha = 1.0f, kr->beta = 0.0f, kr->act = TL_ACT_NONE;
+  kr->BM = 1, kr->BN = N, kr->BK = bk;
+  const tl_dtype acc_dt = tl_mm_is_int8(a->dtype) ? TL_I32 : TL_F32;
+  kr->c_dt = acc_dt, kr->int_out = acc_dt == TL_I32;
+  snprintf(bd->ks_map[0], sizeof bd->ks_map[0], "s, q -> 0, 0, %lld*q + s", (long long)S);
+  snprintf(bd->ks_map[1], sizeof bd->ks_map[1], "s, q -> 0, %lld*q + s, 0", (long long)S);
+  snprintf(bd->ks_map[2], sizeof bd->ks_map[2], "s, q -> s, 0, 0");
+  bd->ks_in[0] = bd->in[r->ia], bd->ks_in[0].block[2] = bk;
+  bd->ks_in[1] = bd->in[r->ib], bd->ks_in[1].block[1] = bk, bd->ks_in[1].block[2] = N;
+  bd->ks_in[0].block[0] = bd->ks_in[1].block[0] = 1, bd->ks_in[0].block[1] = 1;
+  bd->ks_out[0] = (tl_blockspec){.ndim = 3, .block = {1, 1, N}, .out = TL_OUT_WRITE};
+  bd->ks_tin[0] = bd->tin[r->ia], bd->ks_tin[1] = bd->tin[r->ib];
+  const int64_t pshape[3] = {S, 1, N};
+  bd->ks_tout[0] = tl_tensor_make(NULL, acc_dt, 3, pshape);
+  bd->ks = (tl_kernel){.name = "matmul_ksplit", .body = tl_mm_body, .grid_ndim = 2, .grid = {S, nb / S},
+                       .sem = {TL_PARALLEL, TL_ARBITRARY}, .n_in = 2, .n_out = 1, .flops = bd->k.flops};
+}
+
+/* See matmul_impl.h. */
+void tl_mm_split_tin(const tl_mm_build *unsplit, const tl_tensor *tin, void *part, tl_tensor *out) {
+  const tl_mm_run *r = &unsplit->run;
+  int n = 0;
+  for (int i = 0; i < unsplit->k.n_in; i++) {
+    if (i == r->ib) continue;
+    out[n] = tin[i];
+    if (i == r->ia) {
+      const int64_t shape[3] = {unsplit->split, unsplit->M, unsplit->N};
+      out[n] = tl_tensor_make(part, unsplit->ks_tout[0].dtype, 3, shape);
+    }
+    n++;
+  }
+}
+
+/* See matmul_impl.h. */
+void tl_mm_split_sum(tl_mm_build *bd, void *part) {
+  tl_mm_run *r = &bd->run;
+  tl_mm_split_tin(bd, bd->tin, part, bd->tin);
+  bd->in[r->ia] = (tl_blockspec){.ndim = 3, .block = {bd->split, r->BM, r->BN}, .map = "z, j, i, k -> 0, i, j",
+                                 .stage = TL_STAGE_NEVER};
+  for (int i = r->ib; i + 1 < bd->k.n_in; i++) bd->in[i] = bd->in[i + 1];
+  int *idx[] = {&r->ibias, &r->isa, &r->isb, &r->ires, &r->ic, &r->iacc, &r->icvt, &r->itmp};
+  for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++)
+    if (*idx[i] > r->ib) (*idx[i])--;
+  r->ib = -1, r->sum = bd->split;
+  bd->k.n_in--;
+  bd->k.grid[3] = 1;
+  bd->k.name = "matmul_ksum";
+  tl_mm_build_fixup(bd, r);
 }
 
 /* ---- the plan cache (a context slot) ---- */
@@ -554,7 +639,9 @@ typedef struct tl_mm_entry {
   int used;
   uint64_t stamp;
   tl_mm_key key;
-  tl_plan *plan;
+  tl_plan *plan;    /* the K split's second kernel when split */
+  tl_plan *plan_ks; /* the K split's first kernel, or NULL */
+  void *part;       /* the K split's partial products, [S, M, N] of the accumulator's dtype */
   tl_mm_build bd;
 } tl_mm_entry;
 
@@ -563,8 +650,13 @@ typedef struct tl_mm_cache {
   tl_mm_entry e[TL_MM_CACHE];
 } tl_mm_cache;
 
-/* Plans are freed by tl_ctx_free before the slots: only the cache memory is ours. */
-static void tl_mm_cache_free(void *state) { tl_free_mem(state); }
+/* Plans are freed by tl_ctx_free before the slots: only the cache memory (and the K splits'
+ * partial buffers) is ours. */
+static void tl_mm_cache_free(void *state) {
+  tl_mm_cache *cache = state;
+  for (int i = 0; cache && i < TL_MM_CACHE; i++) tl_aligned_free(cache->e[i].part);
+  tl_free_mem(state);
+}
 static const tl_slot_class tl_mm_slot = {.name = "matmul plans", .free_state = tl_mm_cache_free};
 
 /* Copies the shape-defining fields of t (NULL: all zero) into dst. */
@@ -586,7 +678,7 @@ static void tl_mm_make_key(tl_mm_key *key, const tl_tensor *a, const tl_tensor *
 
 /* See matmul_impl.h. */
 int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
-                        const tl_matmul_opts *opts, int64_t *bm_bn_bk) {
+                        const tl_matmul_opts *opts, int64_t *bm_bn_bk, int *split) {
   const tl_matmul_opts defaults = TL_MATMUL_OPTS_INIT;
   const tl_mm_cache *cache = tl_ctx_slot_get(ctx, &tl_mm_slot);
   tl_mm_key key;
@@ -595,6 +687,7 @@ int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *
     const tl_mm_entry *e = &cache->e[i];
     if (e->used && !memcmp(&e->key, &key, sizeof key)) {
       bm_bn_bk[0] = e->bd.run.BM, bm_bn_bk[1] = e->bd.run.BN, bm_bn_bk[2] = e->bd.run.BK;
+      if (split) *split = e->plan_ks ? e->bd.split : 0;
       return 1;
     }
   }
@@ -622,7 +715,8 @@ static tl_mm_entry *tl_mm_cache_lookup(tl_ctx *ctx, const tl_mm_key *key) {
     if (!e->used) victim = e;
     else if (victim->used && e->stamp < victim->stamp) victim = e;
   }
-  if (victim->used) tl_plan_free(victim->plan);
+  if (victim->used) tl_plan_free(victim->plan), tl_plan_free(victim->plan_ks);
+  tl_aligned_free(victim->part);
   memset(victim, 0, sizeof *victim);
   victim->key = *key;
   victim->stamp = ++cache->clock;
@@ -644,7 +738,7 @@ void tl_mm_tune_key(const tl_mm_build *bd, char *key, size_t n) {
 /* See matmul_impl.h. */
 int tl_mm_tuned_build(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
                       const tl_mm_build *heur, tl_mm_build *out) {
-  if (!ctx->info.tune || heur->K == 0) return 0;
+  if (!ctx->info.tune || heur->K == 0 || heur->split) return 0; /* the K split is not in the space */
   char key[TL_TUNE_KEY_MAX];
   tl_mm_tune_key(heur, key, sizeof key);
   const char *text = tl_tune_lookup(ctx, "matmul", TL_MM_TUNE_VERSION, key);
@@ -797,6 +891,35 @@ static tl_status tl_mm_check_overlap(tl_ctx *ctx, const tl_mm_build *nb) {
 
 /* ---- tl_matmul ---- */
 
+/* A new entry whose heuristic build splits K (split > 1): its two plans and the partial
+ * buffer. On any failure (memory, the executor refusing either plan) the entry keeps the
+ * unsplit plan it has, with split 0 and nothing reported. */
+static void tl_mm_split_make(tl_ctx *ctx, tl_mm_entry *e) {
+  /* the plans keep pointers into the build (the run structs, as their kernels' user data): made
+   * on the entry's own build, which the unsplit copy restores on failure */
+  tl_mm_build *sb = &e->bd;
+  const tl_mm_build unsplit = *sb;
+  const size_t bytes = (size_t)sb->split * (size_t)sb->M * (size_t)sb->N * 4;
+  void *part = tl_aligned_alloc(64, bytes);
+  tl_plan *pa = NULL, *pb = NULL;
+  sb->ks_tout[0].data = part;
+  int ok = part && tl_plan_new(ctx, &sb->ks, sb->ks_tin, sb->ks_tout, &pa) == TL_OK;
+  if (ok) {
+    tl_mm_split_sum(sb, part);
+    ok = tl_plan_new(ctx, &sb->k, sb->tin, sb->tout, &pb) == TL_OK;
+  }
+  if (!ok) {
+    tl_plan_free(pa);
+    tl_aligned_free(part);
+    *sb = unsplit;
+    sb->split = 0;
+    tl_mm_build_fixup(sb, &sb->run);
+    return;
+  }
+  tl_plan_free(e->plan);
+  e->plan = pb, e->plan_ks = pa, e->part = part;
+}
+
 /* Checks and builds (tl_mm_prepare), finds or makes the cached plan, sets alpha / beta, and runs
  * the plan once per outer batch index on offset tensors. */
 tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tensor *c, const tl_matmul_opts *opts) {
@@ -819,18 +942,31 @@ tl_status tl_matmul(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tens
   if (!e) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul: out of memory for the plan cache");
   if (!e->used) {
     /* a new plan (the tuning DB is looked up only here, so cached calls never pay for it) */
-    s = tl_mm_plan_make(ctx, a, b, c, o, &bd, &e->bd, &e->plan, NULL);
+    int tuned = 0;
+    s = tl_mm_plan_make(ctx, a, b, c, o, &bd, &e->bd, &e->plan, &tuned);
     if (s != TL_OK) {
       memset(e, 0, sizeof *e); /* the plan failed: the entry stays free */
       return s;
     }
     e->used = 1;
+    if (e->bd.split && !tuned) tl_mm_split_make(ctx, e);
+    else e->bd.split = 0;
   }
   /* the values that are not part of the key */
   tl_mm_run *r = &e->bd.run;
   r->alpha = o->alpha, r->beta = o->beta;
   const tl_mm_build *nb = &bd; /* this call's tensors (same shapes as the entry's) */
   tl_tensor tin[TL_MM_MAX_IN], tout[1];
+  if (e->plan_ks) { /* the K split (no batch): the partial products, then their sum under the epilogue */
+    const tl_tensor ka[2] = {nb->tin[nb->run.ia], nb->tin[nb->run.ib]};
+    tl_tensor kp = e->bd.ks_tout[0];
+    kp.data = e->part;
+    tl_mm_split_tin(nb, nb->tin, e->part, tin);
+    tout[0] = nb->tout[0];
+    if ((s = tl_plan_run(e->plan_ks, ka, &kp)) != TL_OK || (s = tl_plan_run(e->plan, tin, tout)) != TL_OK) return s;
+    tl_ctx_ok(ctx);
+    return TL_OK;
+  }
   int64_t idx[TL_MM_MAX_OUTER] = {0};
   for (;;) {
     int64_t off[4] = {0, 0, 0, 0};

@@ -107,6 +107,32 @@ static void tl_mm_epilogue_float(const tl_prog *p, const tl_mm_run *r, tl_ref *r
   (void)p;
 }
 
+/* acc = the sum over s of the [S, R, C] block P's rows s (over c's valid part) (the K split's partial products, of
+ * acc's dtype), in order s = 0, 1, ...: i32 wrapping as the dot's own accumulation does (the
+ * sum is the unsplit one, bit for bit), f32 rounded once per part. */
+static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, const tl_ref *c) {
+  const int64_t R = c->valid[0], C = c->valid[1];
+  for (int64_t i = 0; i < R; i++) {
+    if (acc->dtype == TL_I32) {
+      uint32_t *d = (uint32_t *)acc->data + i * acc->stride[0];
+      const uint32_t *x = (const uint32_t *)P->data + i * P->stride[1];
+      for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] = x[j * P->stride[2]];
+      for (int s = 1; s < r->sum; s++) {
+        x += P->stride[0];
+        for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] += x[j * P->stride[2]];
+      }
+    } else {
+      float *d = (float *)acc->data + i * acc->stride[0];
+      const float *x = (const float *)P->data + i * P->stride[1];
+      for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] = x[j * P->stride[2]];
+      for (int s = 1; s < r->sum; s++) {
+        x += P->stride[0];
+        for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] += x[j * P->stride[2]];
+      }
+    }
+  }
+}
+
 /* One step: the dot into the accumulator (overwrite on the first K step), the epilogue on the
  * last. */
 void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
@@ -114,7 +140,9 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
   tl_ref c = tl_mm_2d(&refs[r->ic]);
   tl_ref acc = r->iacc >= 0 ? refs[r->iacc] : c;
   const int first = tl_first_visit(p, 0) == 1;
-  if (r->BK == 0) { /* K = 0: the product is zero */
+  if (r->sum) { /* the K split's second kernel: the S partial rows of this block summed */
+    tl_mm_sum_parts(r, &refs[r->ia], &acc, &c);
+  } else if (r->BK == 0) { /* K = 0: the product is zero */
     if (first) tl_tile_fill(&acc, 0.0);
   } else {
     tl_ref a = tl_mm_2d(&refs[r->ia]), b, accv = acc;
@@ -146,7 +174,7 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
     }
     tl_tile_dot(p, &accv, &a, &b, first ? 0u : (unsigned)TL_DOT_ACCUMULATE);
   }
-  if (tl_last_visit(p, 0) != 1) return;
+  if (r->partial || tl_last_visit(p, 0) != 1) return;
   if (r->int_out) tl_mm_epilogue_int(r, refs, &acc, &c);
   else tl_mm_epilogue_float(p, r, refs, &acc, &c);
 }

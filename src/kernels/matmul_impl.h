@@ -62,6 +62,10 @@ typedef struct tl_mm_run {
   /* bf16 / int8 b left row-major for the AVX512-BF16 / VNNI row-major kernels (3-16 rows of a,
    * see matmul.c), read in place or as a plain row-major copy of each block */
   int rm;
+  /* the K split (tl_mm_build.split): partial 1 in the split's first kernel (each step's product
+   * into its own partial row, no epilogue); sum = S in its second (the step sums the S partial
+   * rows of its block, the a operand, instead of a dot; no b; then the epilogue) */
+  int partial, sum;
   int64_t BM, BN, BK;
 } tl_mm_run;
 
@@ -78,6 +82,20 @@ typedef struct tl_mm_build {
   int64_t outer_shape[TL_MM_MAX_OUTER];
   int64_t outer_stride[4][TL_MM_MAX_OUTER];  /* bytes, for a, b, c, residual */
   int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
+  /* K split between split (> 1; 0: none) parallel steps, for one row of a streaming a row-major
+   * b whose rows are a multiple of 4 KiB apart, where the N split would leave each thread part
+   * of every page (docs/matmul.md): kernel ks (grid (s, q), step (s, q) the K block S q + s,
+   * product into row s of a partial [S, M, N] tensor, ks_tout, whose data tl_matmul provides),
+   * then this build's kernel turned by tl_mm_split_sum into one that sums the S rows under the
+   * epilogue. Decided by the heuristic (no cfg) only: such a shape takes no tuned config
+   * (tl_mm_tuned_build) and the tuner refuses it. ks_* point into this struct after
+   * tl_mm_build_fixup. */
+  int split;
+  tl_kernel ks;
+  tl_blockspec ks_in[2], ks_out[1];
+  char ks_map[3][48];
+  tl_tensor ks_tin[2], ks_tout[1];
+  tl_mm_run ks_run;
 } tl_mm_build;
 
 /* Checks the arguments of tl_matmul (message in ctx, nothing touched) and builds the kernel for
@@ -110,16 +128,23 @@ tl_status tl_mm_plan_make(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, c
  * are tuned. */
 tl_status tl_mm_config_used(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
                             const tl_matmul_opts *opts, int64_t *bm_bn_bk, int *tuned);
-/* Test hook: the BM, BN, BK of the plan tl_matmul cached for these arguments: 1, or 0 when no
- * plan is cached for them. */
+/* Test hook: the BM, BN, BK of the plan tl_matmul cached for these arguments and (split, may
+ * be NULL) the number of parts its K is split into (0: unsplit): 1, or 0 when no plan is cached
+ * for them. */
 int tl_mm_cached_config(const tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c,
-                        const tl_matmul_opts *opts, int64_t *bm_bn_bk);
+                        const tl_matmul_opts *opts, int64_t *bm_bn_bk, int *split);
 /* Mean work per thread over the busiest thread's (1: even) for blocks BM x BN of an [inner, M,
  * N] c on T threads: the executor gives worker w the parallel indices (z, j, i), i fastest,
  * [n * w / T, n * (w + 1) / T); an index's work is its c block's valid area. */
 double tl_mm_balance(int64_t inner, int64_t M, int64_t N, int64_t BM, int64_t BN, int T);
-/* Points k's in/out/scratch at the build's own arrays (after a copy) and k.user at run. */
+/* Points k's in/out/scratch at the build's own arrays (after a copy) and k.user at run (ks's
+ * at ks_run). */
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
+/* Turns a build with split > 1 into the split's second kernel in place: input a becomes the
+ * partial tensor (part: its data, [S, M, N] of the accumulator's dtype, contiguous), b is
+ * dropped, one K step. tl_mm_split_tin makes its inputs from a call's unsplit inputs. */
+void tl_mm_split_sum(tl_mm_build *bd, void *part);
+void tl_mm_split_tin(const tl_mm_build *unsplit, const tl_tensor *tin, void *part, tl_tensor *out);
 /* The step body (matmul_body.c). */
 void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user);
 /* tl_matmul_pack_b with the tile rows of tl_mm_pack_layout(dtype, K, long_k): the tuner packs

@@ -357,6 +357,8 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     if (tuned)
       snprintf(kc->config, sizeof kc->config, "tuning DB: BM=%lld BN=%lld BK=%lld", (long long)bd.run.BM,
                (long long)bd.run.BN, (long long)bd.run.BK);
+    else if (bd.split) /* one plan here: tl_matmul's K split runs two */
+      snprintf(kc->config, sizeof kc->config, "shown unsplit: tl_matmul splits K between %d threads here", bd.split);
   }
   if (s != TL_OK) {
     tl_msg(err, errn, "%s", tl_ctx_error(ctx));

@@ -148,6 +148,14 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
     tl_msg(err, errn, "%s", tl_ctx_error(ctx));
     goto fail;
   }
+  if (heur.split) { /* the candidates are unsplit plans: none is what tl_matmul runs here */
+    tl_msg(err, errn,
+           "tl_matmul splits K between the %d threads here (docs/matmul.md, K split), "
+           "which the config space does not cover; it takes no tuned config for this shape",
+           heur.split);
+    s = TL_ERR_INVALID;
+    goto fail;
+  }
   snprintf(sp->kernel, sizeof sp->kernel, "matmul");
   sp->version = TL_MM_TUNE_VERSION;
   tl_mm_tune_key(&heur, sp->key, sizeof sp->key);

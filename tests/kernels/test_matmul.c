@@ -657,6 +657,105 @@ static void test_stream(void) {
   check_case(&mi, 1, "int8 streamed b");
 }
 
+/* One row of a streaming a b whose rows are 4 KiB (int8 N = 4096, bf16 2048, f32 1024) on 2
+ * threads: K is split between them (each reads whole rows of alternate K blocks), the partial
+ * rows summed under the epilogue. Against the reference with every epilogue (int8 exact, and
+ * equal to the packed b's unsplit run bit for bit); the split is what ran (the cached plan says
+ * so); shapes beside the rule stay unsplit (their builds only). */
+static void test_ksplit(void) {
+  tl_ctx *saved = g_ctx, *ctx;
+  tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1};
+  REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  const int64_t l3 = tl_kernels_l3_bytes(&info);
+  g_ctx = ctx;
+  static const struct {
+    tl_dtype da, db, dc;
+    int64_t n, div; /* b streams past l3 / div */
+  } cs[] = {{TL_U8, TL_I8, TL_I32, 4096, 8}, {TL_BF16, TL_BF16, TL_F32, 2048, 8}, {TL_F32, TL_F32, TL_F32, 1024, 2}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
+    if (l3 / cs[i].div > ((int64_t)64 << 20)) {
+      fprintf(stderr, "    ksplit case %zu: b would be past %lld MiB to stream here: skipped\n", i, (long long)(l3 / cs[i].div >> 20));
+      continue;
+    }
+    const int64_t N = cs[i].n, K = l3 / cs[i].div / 4096 + 77;
+    mm_case mc = plain(cs[i].da, cs[i].db, cs[i].dc, 1, N, K);
+    check_case(&mc, cs[i].da == TL_U8, "K split");
+    const int64_t sa[2] = {1, K}, sb[2] = {K, N}, sc[2] = {1, N};
+    char dummy[64];
+    tl_tensor a = tl_tensor_make(dummy, cs[i].da, 2, sa), b = tl_tensor_make(dummy, cs[i].db, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, cs[i].dc, 2, sc);
+    int64_t cfg[3];
+    int split = -1;
+    CHECK(tl_mm_cached_config(ctx, &a, &b, &c, NULL, cfg, &split) == 1 && split == 2, "[%s] %s 1x%lldx%lld: split %d, expected 2",
+          g_isa, tl_dtype_name(cs[i].da), (long long)N, (long long)K, split);
+    /* the epilogue over the summed parts: alpha, beta over the old c, bias, activation, residual */
+    mc.alpha = 0.5f, mc.beta = 0.25f, mc.bias = 1, mc.res = 1, mc.act = cs[i].dc == TL_I32 ? TL_ACT_RELU : TL_ACT_GELU;
+    check_case(&mc, 0, "K split, epilogue");
+    if (cs[i].da == TL_U8) { /* int8 -> f32 with scales */
+      mm_case ms = plain(TL_U8, TL_I8, TL_F32, 1, N, K);
+      ms.scales = 1, ms.bias = 1, ms.act = TL_ACT_SILU;
+      check_case(&ms, 0, "K split, int8 scales");
+    } else { /* bf16 c: the parts summed in f32, rounded once */
+      mm_case mb = plain(cs[i].da, cs[i].db, TL_BF16, 1, N, K);
+      mb.bias = 1, mb.res = 1;
+      check_case(&mb, 0, "K split, bf16 c");
+    }
+  }
+  /* a staging budget too small for the split's plans (its partial row of 16 KiB): the call
+   * runs the unsplit plan the budget takes, and says nothing */
+  tl_ctx *tiny;
+  tl_ctx_opts ot = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 8192};
+  REQUIRE(tl_ctx_new(&ot, &tiny) == TL_OK, "%s", tl_last_error());
+  if (l3 / 8 <= ((int64_t)64 << 20)) {
+    g_ctx = tiny;
+    const int64_t N = 4096, K = l3 / 8 / 4096 + 77;
+    mm_case mt = plain(TL_U8, TL_I8, TL_I32, 1, N, K);
+    mt.bias = 1;
+    check_case(&mt, 0, "K split refused by the budget");
+    const int64_t sa[2] = {1, K}, sb[2] = {K, N}, sc[2] = {1, N}, one = N;
+    char dummy[64];
+    tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, TL_I32, 2, sc), bias = tl_tensor_make(dummy, TL_I32, 1, &one);
+    tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+    mo.bias = &bias;
+    int64_t cfg[3];
+    int split = -1;
+    CHECK(tl_mm_cached_config(tiny, &a, &b, &c, &mo, cfg, &split) == 1 && split == 0,
+          "[%s] 8 KiB of VMEM: split %d, expected the unsplit plan", g_isa, split);
+    g_ctx = ctx;
+  }
+  tl_ctx_free(tiny);
+  /* beside the rule: 8 KiB rows (4 KiB per thread), two rows of a, b's rows padded (a row
+   * stride past N), one thread */
+  tl_ctx *one;
+  tl_ctx_opts o1 = {.isa = g_isa, .threads = 1, .tune = -1};
+  REQUIRE(tl_ctx_new(&o1, &one) == TL_OK, "%s", tl_last_error());
+  const int64_t K = l3 / 8 / 4096 + 77;
+  static const struct {
+    int64_t m, n, ldb;
+    int one_thread, split;
+  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 0}, {2, 4096, 4096, 0, 0}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
+  char dummy[64];
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
+    const int64_t sa[2] = {rs[i].m, K}, sb[2] = {K, rs[i].n}, sc[2] = {rs[i].m, rs[i].n};
+    tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, TL_I32, 2, sc);
+    b.stride[0] = rs[i].ldb;
+    tl_mm_build bd;
+    const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+    tl_ctx *x = rs[i].one_thread ? one : ctx;
+    const tl_status st = tl_mm_prepare(x, &a, &b, &c, &mo, &bd);
+    CHECK(st == TL_OK && bd.split == rs[i].split, "[%s] int8 %lldx%lldx%lld, row stride %lld, %d thread(s): split %d, expected %d (%s)",
+          g_isa, (long long)rs[i].m, (long long)rs[i].n, (long long)K, (long long)rs[i].ldb, rs[i].one_thread ? 1 : 2,
+          st == TL_OK ? bd.split : -1, rs[i].split, tl_ctx_error(x));
+  }
+  tl_ctx_free(one);
+  g_ctx = saved;
+  tl_ctx_free(ctx);
+}
+
 static void test_k0_and_empty(void) {
   mm_case mc = plain(TL_F32, TL_F32, TL_F32, 5, 7, 0);
   check_case(&mc, 0, "K = 0");
@@ -941,6 +1040,7 @@ int main(void) {
     RUN(test_pack_nt);
     RUN(test_misaligned_b);
     RUN(test_stream);
+    RUN(test_ksplit);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
     RUN(test_balance);

@@ -34,6 +34,11 @@ for args in "attention 1x2x64" "attention 1x2x64x32:foo" "attention 1x2x64x32 --
   [ $rc -eq 2 ] && one_line_error; ok "usage error: tune $args (rc $rc)" $?
 done
 
+# one row of a against a streamed b with 4 KiB rows: tl_matmul splits K between the threads,
+# which no candidate does, so the shape is refused and says why
+run tune matmul 1x4096x16384 --dtype int8 --threads 2 --db "$db"
+[ $rc -eq 2 ] && one_line_error && grep -q "splits K between the 2 threads" "$tmp/err"; ok "tune refuses a K-split shape (rc $rc)" $?
+
 # --- a short search stores one row per shape ---
 run tune matmul 64x48x40 40x32x24 --budget 1 --threads 1 --db "$db"
 ok "tune matmul two shapes exits 0 (rc $rc)" $rc

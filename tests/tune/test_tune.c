@@ -344,7 +344,7 @@ static void test_tuned_config_used(void) {
   double err = mm_run_err(ctx, &m, &s);
   CHECK(s == TL_OK && err < 1e-5, "tuned result: %s, err %g", tl_status_name(s), err);
   int64_t cached[3] = {0};
-  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached) == 1, "a plan is cached");
+  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached, NULL) == 1, "a plan is cached");
   CHECK(cached[0] == 8 && cached[1] == 16 && cached[2] == 24, "the cached plan's blocks %lld %lld %lld",
         (long long)cached[0], (long long)cached[1], (long long)cached[2]);
   CHECK(!(heur[0] == 8 && heur[1] == 16), "the heuristic differs (%lld %lld)", (long long)heur[0], (long long)heur[1]);
@@ -368,7 +368,7 @@ static void test_tuned_config_used(void) {
   REQUIRE(ctx, "ctx");
   CHECK(tl_mm_config_used(ctx, &m.ta, &m.tb, &m.tc, NULL, cfg, &tuned) == TL_OK && tuned == 0, "TILEC_TUNE=0: untuned");
   err = mm_run_err(ctx, &m, &s);
-  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached) == 1 && cached[0] == heur[0] && cached[1] == heur[1],
+  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached, NULL) == 1 && cached[0] == heur[0] && cached[1] == heur[1],
         "TILEC_TUNE=0: the heuristic's plan (%lld %lld)", (long long)cached[0], (long long)cached[1]);
   tl_ctx_free(ctx);
   ctx = new_ctx(2, path, -1);
@@ -729,7 +729,7 @@ static void test_matmul_space(void) {
   double e = mm_run_err(ctx, &mc, &s);
   int64_t cached[3] = {0};
   CHECK(s == TL_OK && e < 1e-5, "tuned matmul: err %g", e);
-  CHECK(tl_mm_cached_config(ctx, &mc.ta, &mc.tb, &mc.tc, NULL, cached) && cached[0] == r.best[0] && cached[1] == r.best[1] &&
+  CHECK(tl_mm_cached_config(ctx, &mc.ta, &mc.tb, &mc.tc, NULL, cached, NULL) && cached[0] == r.best[0] && cached[1] == r.best[1] &&
             cached[2] == r.best[2],
         "the plan uses %s", cfgtext);
   mm_free(&mc);
