@@ -552,18 +552,18 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run) {
 
 /* ---- the K split (tl_mm_build.split) ---- */
 
-/* Sets up the K split when it applies (else leaves split 0): one row of a (no batch), b streamed
- * (row-major, rows contiguous) with rows a multiple of 4 KiB long, split over N into blocks of
- * less than 4 KiB per thread: each thread would read part of every page of b (2 KiB of each 4
- * KiB row with 2 threads), which ran 10-20% slower than each reading whole rows of alternate K
- * blocks (int8 1x4096x4096, 1x4096x11008, bf16 1x2048x4096, f32 1x1024x8192; docs/matmul.md).
- * The K blocks (about TL_MM_BK_STREAM rows, VNNI-group multiples) come in a multiple of S, so
- * every split has as many. */
+/* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
+ * batch; row-major, rows contiguous) with rows a multiple of 4 KiB long, split over N into
+ * blocks of less than 4 KiB per thread: each thread would read part of every page of b (2 KiB of
+ * each 4 KiB row with 2 threads), which ran 10-27% slower than each reading whole rows of
+ * alternate K blocks (int8 1x4096x4096, 1x4096x11008, 2x4096x8192; bf16 1x2048x4096,
+ * 2x2048x8192; f32 1x1024x8192, 2x1024x16384; docs/matmul.md). The K blocks (about
+ * TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split has as many. */
 static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const tl_mm_run *r = &bd->run;
   const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), K = bd->K, N = bd->N;
   const int64_t ldb = b->stride[b->ndim - 2] * es;
-  if (!r->stream || bd->M != 1 || bd->batch != 1 || S < 2 || S > 64 || ldb != N * es || ldb % 4096 ||
+  if (!r->stream || bd->batch != 1 || S < 2 || S > 64 || ldb != N * es || ldb % 4096 ||
       r->BN * es >= 4096 || TL_CDIV(N, r->BN) < 2)
     return;
   const int64_t g = 64;
@@ -579,7 +579,7 @@ static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const t
   kr->partial = 1, kr->sum = 0;
   kr->ia = 0, kr->ib = 1, kr->ic = 2, kr->iacc = kr->icvt = kr->itmp = kr->ibias = kr->isa = kr->isb = kr->ires = -1;
   kr->alpha = 1.0f, kr->beta = 0.0f, kr->act = TL_ACT_NONE;
-  kr->BM = 1, kr->BN = N, kr->BK = bk;
+  kr->BM = bd->M, kr->BN = N, kr->BK = bk;
   const tl_dtype acc_dt = tl_mm_is_int8(a->dtype) ? TL_I32 : TL_F32;
   kr->c_dt = acc_dt, kr->int_out = acc_dt == TL_I32;
   snprintf(bd->ks_map[0], sizeof bd->ks_map[0], "s, q -> 0, 0, %lld*q + s", (long long)S);
@@ -587,10 +587,10 @@ static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const t
   snprintf(bd->ks_map[2], sizeof bd->ks_map[2], "s, q -> s, 0, 0");
   bd->ks_in[0] = bd->in[r->ia], bd->ks_in[0].block[2] = bk;
   bd->ks_in[1] = bd->in[r->ib], bd->ks_in[1].block[1] = bk, bd->ks_in[1].block[2] = N;
-  bd->ks_in[0].block[0] = bd->ks_in[1].block[0] = 1, bd->ks_in[0].block[1] = 1;
-  bd->ks_out[0] = (tl_blockspec){.ndim = 3, .block = {1, 1, N}, .out = TL_OUT_WRITE};
+  bd->ks_in[0].block[0] = bd->ks_in[1].block[0] = 1, bd->ks_in[0].block[1] = bd->M;
+  bd->ks_out[0] = (tl_blockspec){.ndim = 3, .block = {1, bd->M, N}, .out = TL_OUT_WRITE};
   bd->ks_tin[0] = bd->tin[r->ia], bd->ks_tin[1] = bd->tin[r->ib];
-  const int64_t pshape[3] = {S, 1, N};
+  const int64_t pshape[3] = {S, bd->M, N};
   bd->ks_tout[0] = tl_tensor_make(NULL, acc_dt, 3, pshape);
   bd->ks = (tl_kernel){.name = "matmul_ksplit", .body = tl_mm_body, .grid_ndim = 2, .grid = {S, nb / S},
                        .sem = {TL_PARALLEL, TL_ARBITRARY}, .n_in = 2, .n_out = 1, .flops = bd->k.flops};

@@ -701,6 +701,15 @@ static void test_ksplit(void) {
       mm_case mb = plain(cs[i].da, cs[i].db, TL_BF16, 1, N, K);
       mb.bias = 1, mb.res = 1;
       check_case(&mb, 0, "K split, bf16 c");
+      mm_case m2 = plain(cs[i].da, cs[i].db, cs[i].dc, 2, N, K); /* two rows of a: [S, 2, N] parts */
+      m2.trans_a = 1, m2.bias = 1, m2.act = TL_ACT_RELU, m2.beta = 0.5f;
+      check_case(&m2, 0, "K split, two rows");
+      const int64_t sa2[2] = {2, K}, sc2[2] = {2, N};
+      tl_tensor a2 = tl_tensor_make(dummy, cs[i].da, 2, sa2), c2 = tl_tensor_make(dummy, cs[i].dc, 2, sc2);
+      tl_mm_build bd2;
+      const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+      CHECK(tl_mm_prepare(ctx, &a2, &b, &c2, &mo, &bd2) == TL_OK && bd2.split == 2, "[%s] %s 2x%lldx%lld: split %d, expected 2",
+            g_isa, tl_dtype_name(cs[i].da), (long long)N, (long long)K, bd2.split);
     }
   }
   /* a staging budget too small for the split's plans (its partial row of 16 KiB): the call
@@ -727,8 +736,8 @@ static void test_ksplit(void) {
     g_ctx = ctx;
   }
   tl_ctx_free(tiny);
-  /* beside the rule: 8 KiB rows (4 KiB per thread), two rows of a, b's rows padded (a row
-   * stride past N), one thread */
+  /* beside the rule: 8 KiB rows (4 KiB per thread), two rows of int8 a (streamed only from half
+   * the L3), three rows, b's rows padded (a row stride past N), one thread */
   tl_ctx *one;
   tl_ctx_opts o1 = {.isa = g_isa, .threads = 1, .tune = -1};
   REQUIRE(tl_ctx_new(&o1, &one) == TL_OK, "%s", tl_last_error());
@@ -736,7 +745,8 @@ static void test_ksplit(void) {
   static const struct {
     int64_t m, n, ldb;
     int one_thread, split;
-  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 0}, {2, 4096, 4096, 0, 0}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
+  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 0}, {2, 4096, 4096, 0, 0},
+             {3, 4096, 4096, 0, 0}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
   char dummy[64];
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
     const int64_t sa[2] = {rs[i].m, K}, sb[2] = {K, rs[i].n}, sc[2] = {rs[i].m, rs[i].n};
