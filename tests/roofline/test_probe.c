@@ -6,6 +6,7 @@
  * the first uses the quick mode (tl_machine_probe_opts, probe_impl.h) so the whole file stays
  * well under a minute; all probes write to a temporary cache dir. Peaks are compared with
  * 1-thread figures, which other work on a shared machine disturbs least. */
+#include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -368,6 +369,18 @@ static void test_cache_file(void) {
         f);
   fclose(f);
   CHECK(tl_probe_cache_read(path, "K", &back, why, sizeof why) == 1, "minimal file accepted: %s", why);
+  /* -0 (a hand-edited file) is accepted as 0, not kept negative: written back it must read again */
+  f = fopen(path, "w");
+  REQUIRE(f, "open");
+  fputs("{\"format\": \"tilec-machine-2\", \"cpu_key\": \"K\", \"cores\": 2, \"units\": [{\"name\": \"s\", "
+        "\"dtype\": \"f32\", \"peak\": 1e9, \"peak_1t\": -0, \"spread\": -0.0}], \"levels\": [{\"name\": \"L1\", "
+        "\"read_bw\": 1e9, \"write_bw\": -0e5}]}",
+        f);
+  fclose(f);
+  why[0] = 0;
+  CHECK(tl_probe_cache_read(path, "K", &back, why, sizeof why) == 1 && !signbit(back.units[0].peak_1t) &&
+            !signbit(back.units[0].spread) && !signbit(back.levels[0].write_bw) && back.levels[0].write_bw == 0,
+        "-0 reads as +0: %s", why);
   /* a many-core part whose L2s together outsize its shared L3 (64 x 2 MiB > 100 MiB): in order */
   f = fopen(path, "w");
   REQUIRE(f, "open");
