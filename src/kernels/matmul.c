@@ -553,18 +553,19 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run) {
 /* ---- the K split (tl_mm_build.split) ---- */
 
 /* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
- * batch; row-major, rows contiguous) with rows a multiple of 4 KiB long, split over N into
- * blocks of less than 4 KiB per thread: each thread would read part of every page of b (2 KiB of
- * each 4 KiB row with 2 threads), which ran 10-27% slower than each reading whole rows of
- * alternate K blocks (int8 1x4096x4096, 1x4096x11008, 2x4096x8192; bf16 1x2048x4096,
- * 2x2048x8192; f32 1x1024x8192, 2x1024x16384; docs/matmul.md). The K blocks (about
- * TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split has as many. */
+ * batch; row-major, rows contiguous) with rows a multiple of 4 KiB long, of which each thread's
+ * share (N / threads columns) is less than 4 KiB: each thread would read part of every page of
+ * b (2 KiB of each 4 KiB row with 2 threads), which ran 10-27% slower than each reading whole
+ * rows of alternate K blocks (int8 1x4096x4096, 1x4096x11008, 2x4096x8192; bf16 1x2048x4096,
+ * 2x2048x8192; f32 1x1024x8192, 2x1024x16384; docs/matmul.md; measured on 2 threads only). The K
+ * blocks (about TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split
+ * has as many. */
 static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const tl_mm_run *r = &bd->run;
   const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), K = bd->K, N = bd->N;
   const int64_t ldb = b->stride[b->ndim - 2] * es;
   if (!r->stream || bd->batch != 1 || S < 2 || S > 64 || ldb != N * es || ldb % 4096 ||
-      r->BN * es >= 4096 || TL_CDIV(N, r->BN) < 2)
+      TL_CDIV(N, S) * es >= 4096 || TL_CDIV(N, r->BN) < 2)
     return;
   const int64_t g = 64;
   int64_t nb = TL_CDIV(TL_CDIV(K, TL_MM_BK_STREAM), S) * S, bk = 0;

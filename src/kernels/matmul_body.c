@@ -107,9 +107,11 @@ static void tl_mm_epilogue_float(const tl_prog *p, const tl_mm_run *r, tl_ref *r
   (void)p;
 }
 
-/* acc = the sum over s of the [S, R, C] block P's rows s (over c's valid part) (the K split's partial products, of
- * acc's dtype), in order s = 0, 1, ...: i32 wrapping as the dot's own accumulation does (the
- * sum is the unsplit one, bit for bit), f32 rounded once per part. */
+/* acc = the sum over s of the [S, R, C] block P's parts s (the K split's partial products, of
+ * acc's dtype; over c's valid part), in order s = 0, 1, ...: i32 wrapping as the vector dots'
+ * accumulation does (the unsplit sum bit for bit whenever it fits in i32, the dots' contract;
+ * past it the scalar / AVX2 dots saturate each part, whose sum then wraps), f32 rounded once
+ * more per part. */
 static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, const tl_ref *c) {
   const int64_t R = c->valid[0], C = c->valid[1];
   for (int64_t i = 0; i < R; i++) {

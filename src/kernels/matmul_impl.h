@@ -82,9 +82,9 @@ typedef struct tl_mm_build {
   int64_t outer_shape[TL_MM_MAX_OUTER];
   int64_t outer_stride[4][TL_MM_MAX_OUTER];  /* bytes, for a, b, c, residual */
   int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
-  /* K split between split (> 1; 0: none) parallel steps, for one row of a streaming a row-major
-   * b whose rows are a multiple of 4 KiB apart, where the N split would leave each thread part
-   * of every page (docs/matmul.md): kernel ks (grid (s, q), step (s, q) the K block S q + s,
+  /* K split between split (> 1; 0: none) parallel steps, for 1-2 rows of a streaming a
+   * row-major b whose rows are a multiple of 4 KiB apart, where the N split would leave each
+   * thread part of every page (docs/matmul.md): kernel ks (grid (s, q), step (s, q) the K block S q + s,
    * product into row s of a partial [S, M, N] tensor, ks_tout, whose data tl_matmul provides),
    * then this build's kernel turned by tl_mm_split_sum into one that sums the S rows under the
    * epilogue. Decided by the heuristic (no cfg) only: such a shape takes no tuned config

@@ -761,6 +761,22 @@ static void test_ksplit(void) {
           g_isa, (long long)rs[i].m, (long long)rs[i].n, (long long)K, (long long)rs[i].ldb, rs[i].one_thread ? 1 : 2,
           st == TL_OK ? bd.split : -1, rs[i].split, tl_ctx_error(x));
   }
+  /* the rule reads each thread's share of a row, not the N block: with 48 KiB of VMEM 1x8192
+   * int8 takes N blocks of 2048 (two per thread, 4 KiB of each row together): unsplit */
+  tl_ctx *mid;
+  tl_ctx_opts om = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 49152};
+  REQUIRE(tl_ctx_new(&om, &mid) == TL_OK, "%s", tl_last_error());
+  {
+    const int64_t sa[2] = {1, K}, sb[2] = {K, 8192}, sc[2] = {1, 8192};
+    tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, TL_I32, 2, sc);
+    tl_mm_build bd;
+    const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+    const tl_status st = tl_mm_prepare(mid, &a, &b, &c, &mo, &bd);
+    CHECK(st == TL_OK && bd.run.BN < 4096 && bd.split == 0, "[%s] int8 1x8192x%lld, 48 KiB of VMEM: BN %lld, split %d, expected 0",
+          g_isa, (long long)K, (long long)bd.run.BN, st == TL_OK ? bd.split : -1);
+  }
+  tl_ctx_free(mid);
   tl_ctx_free(one);
   g_ctx = saved;
   tl_ctx_free(ctx);
