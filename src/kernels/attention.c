@@ -619,6 +619,8 @@ tl_status tl_attention(tl_ctx *ctx, const tl_tensor *q, const tl_tensor *k, cons
 
 /* Buffer slot `slot` of n random bf16 values in [-1, 1) (deterministic from seed). */
 static uint16_t *tl_attn_kcase_bf16(tl_kcase *kc, int slot, int tmp_slot, int64_t n, uint64_t seed) {
+  if (tl_kcase_dry()) /* allocated, not converted */
+    return kc->bufs[slot] = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * 2);
   float *f = tl_kcase_alloc_f32(kc, tmp_slot, n, -1.0, 1.0, seed);
   uint16_t *h = f ? tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * 2) : NULL;
   if (h)

@@ -60,8 +60,15 @@ int tl_kcase_tensor_bytes(const tl_kcase *kc, int64_t *bytes);
 /* a * b when it is at most TL_KCASE_MAX_ELEMS, else -1 (with a message in err). */
 int64_t tl_kcase_elems(int64_t a, int64_t b, const char *what, char *err, size_t errn);
 /* Allocates buffer slot `slot` of kc with n random f32 values in [lo, hi) (deterministic from
- * seed); NULL when out of memory or n is outside 0..TL_KCASE_MAX_ELEMS. */
+ * seed; dry: not filled); NULL when out of memory or n is outside 0..TL_KCASE_MAX_ELEMS. */
 float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double hi, uint64_t seed);
+/* Dry instances, for the calling thread while on (`tilec explain` with --no-run or a preset
+ * machine, and its check of the shapes): make functions allocate their buffers but neither fill
+ * nor convert them, nor pack b (a packed b's storage is allocated, untouched). Large
+ * allocations are pages the OS commits on first touch, so a dry instance costs address space,
+ * not RAM or time. It can be planned and bounded, not run (its data is undefined). */
+void tl_kcase_set_dry(int on);
+int tl_kcase_dry(void);
 /* The last-level cache the kernels size their choices by: CPUID's L3 (tl_ctx_info), or 32 MiB
  * when CPUID gives none. */
 static inline int64_t tl_kernels_l3_bytes(const tl_ctx_info *info) {

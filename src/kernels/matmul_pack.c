@@ -282,6 +282,8 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
 /* Allocates buffer slot `slot` of n elements of dt with random values in [-1, 1) (integers:
  * -100..100, u8: 0..200), from f32 slot `tmp_slot` (freed again). NULL when out of memory. */
 static void *tl_mm_kcase_buf(tl_kcase *kc, int slot, int tmp_slot, tl_dtype dt, int64_t n, uint64_t seed) {
+  if (tl_kcase_dry() && dt != TL_F32) /* allocated, not converted */
+    return kc->bufs[slot] = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * tl_dtype_size(dt));
   float *f = tl_kcase_alloc_f32(kc, tmp_slot, n, -1, 1, seed);
   if (!f || dt == TL_F32) {
     if (f && slot != tmp_slot) kc->bufs[slot] = f, kc->bufs[tmp_slot] = NULL;
@@ -341,7 +343,14 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
   tl_status s = TL_OK;
   if (tl_mm_autopack_applies(&ta, &tb)) {
     tl_tensor packed;
-    s = tl_mm_pack_b(ctx, &tb, da, 1, &packed);
+    if (tl_kcase_dry()) { /* the packed storage, allocated and not written */
+      const tl_layout lay = tl_mm_pack_layout(db, K, 1);
+      const int64_t bytes = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16 * (int64_t)tl_dtype_size(db);
+      packed = tl_tensor_make_tiled(tl_aligned_alloc(64, (size_t)bytes), db, 2, sb, lay);
+      s = packed.data ? TL_OK : tl_ctx_fail(ctx, TL_ERR_NOMEM, "out of memory for a packed b of %lld bytes", (long long)bytes);
+    } else {
+      s = tl_mm_pack_b(ctx, &tb, da, 1, &packed);
+    }
     if (s == TL_OK) kc->bufs[4] = packed.data, tb = packed;
   }
   if (s == TL_OK) s = tl_mm_prepare(ctx, &ta, &tb, &tc, &o, &bd);

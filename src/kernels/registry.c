@@ -99,11 +99,17 @@ int64_t tl_kcase_elems(int64_t a, int64_t b, const char *what, char *err, size_t
   return n;
 }
 
+static _Thread_local int tl_kcase_dry_on;
+
+void tl_kcase_set_dry(int on) { tl_kcase_dry_on = on != 0; }
+int tl_kcase_dry(void) { return tl_kcase_dry_on; }
+
 float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double hi, uint64_t seed) {
   if (n < 0 || n > TL_KCASE_MAX_ELEMS) return NULL;
   float *p = tl_aligned_alloc(64, (size_t)(n > 0 ? n : 1) * sizeof(float));
   if (!p) return NULL;
   kc->bufs[slot] = p;
+  if (tl_kcase_dry_on) return p;
   uint64_t s = seed ? seed : 0x9E3779B97F4A7C15ull;
   for (int64_t i = 0; i < n; i++) {
     s ^= s >> 12, s ^= s << 25, s ^= s >> 27;

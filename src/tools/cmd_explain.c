@@ -41,8 +41,9 @@ const char tl_cmd_explain_help[] =
     "The host machine is `tilec probe`'s for the context's thread count (cached; measured first,\n"
     "about 30 s, when nothing is cached for that count: said on stderr). Presets are modelled:\n"
     "the plan is still made on this host (its block sizes and budgets), then bounded there.\n"
-    "Every report builds the kernel's tensors in memory, with --no-run and on presets too: a\n"
-    "shape of N elements needs its operands' bytes of RAM.\n"
+    "A report on the host builds the kernel's tensors in memory (a shape of N elements needs its\n"
+    "operands' bytes of RAM); with --no-run or a preset they are allocated but never written,\n"
+    "which costs address space, not RAM or time.\n"
     "\n"
     "options:\n"
     "  --machine NAME  host (default) or a preset: see `tilec machines`\n"
@@ -448,7 +449,10 @@ static int tl_explain_one(tl_ctx *ctx, const tl_explain_args *a, const tl_machin
   char err[512] = "";
   memset(r, 0, sizeof *r);
   r->error = NAN;
+  /* what is not run is not filled (dry: the buffers allocated, untouched) */
+  tl_kcase_set_dry(a->machine || a->no_run);
   tl_status s = a->kernel->make(ctx, shape, kc, err, sizeof err);
+  tl_kcase_set_dry(0);
   if (s != TL_OK) {
     const char *syn = a->kernel->shape_syntax ? a->kernel->shape_syntax : "?";
     if (s == TL_ERR_SHAPE || s == TL_ERR_INVALID)
@@ -513,7 +517,9 @@ int tl_cmd_explain(int argc, char **argv) {
   for (int i = 0; i < a.nshapes; i++) {
     tl_kcase kc;
     char err[512] = "";
+    tl_kcase_set_dry(1);
     s = a.kernel->make(ctx, a.shapes[i], &kc, err, sizeof err);
+    tl_kcase_set_dry(0);
     if (s == TL_OK) {
       tl_kcase_free(&kc);
     } else {

@@ -134,4 +134,15 @@ run machines extra
 run machines --frob
 [ $rc -eq 2 ] && one_line_error; ok "machines unknown option: exit 2, one line" $?
 
+# on a preset and with --no-run the operands are allocated, never written (dry): 2 x 400 MB of
+# copy's x and y cost address space, not RAM (filled, this was 784 MB and 1.6 s until 2026-11-26)
+if [ $have_python = 1 ]; then
+  for extra in "--machine a100" "--no-run --threads 1"; do
+    rss=$(python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' "$TILEC" explain copy 100000000x1 $extra)
+    [ "${rss%% *}" = 0 ] && [ "${rss##* }" -lt 200 ]; ok "explain copy 100000000x1 $extra: exit 0, peak RSS under 200 MB ($rss: rc, MB)" $?
+  done
+fi
+
 finish tools_explain
