@@ -150,11 +150,12 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
   }
   if (heur.split) { /* the candidates are unsplit plans: none is what tl_matmul runs here */
     tl_msg(err, errn,
-           "tl_matmul splits K between the %d threads here (docs/matmul.md, K split), "
-           "which the config space does not cover; it takes no tuned config for this shape",
+           "tl_matmul splits K between the %d threads here (docs/matmul.md, K split), which the config space does "
+           "not cover; it takes no tuned config for this shape",
            heur.split);
-    s = TL_ERR_INVALID;
-    goto fail;
+    tl_mm_tune_free_user(u);
+    tl_free_mem(sp);
+    return TL_OK;
   }
   snprintf(sp->kernel, sizeof sp->kernel, "matmul");
   sp->version = TL_MM_TUNE_VERSION;

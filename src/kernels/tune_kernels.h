@@ -14,7 +14,9 @@ typedef struct tl_tune_kernel {
   int min_dims, max_dims;    /* sizes a SHAPE has */
   /* Makes the space for dims (ndims sizes), variant (the SHAPE had ":<variant>"; 0 for kernels
    * without one) and the input dtype (int8 is u8 x i8); reduced: the smaller space of the
-   * tuned-vs-exhaustive comparison. Bad shapes: TL_ERR_SHAPE / TL_ERR_DTYPE with a message in err. */
+   * tuned-vs-exhaustive comparison. Bad shapes: TL_ERR_SHAPE / TL_ERR_DTYPE with a message in err.
+   * A problem the kernel runs outside any config of its space (tl_matmul's K split): TL_OK with
+   * *out NULL and the reason in err (nothing to tune; `tilec tune` says so and goes on). */
   tl_status (*space)(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype dtype, int reduced,
                      tl_tune_space **out, char *err, size_t errn);
 } tl_tune_kernel;

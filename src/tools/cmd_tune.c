@@ -41,7 +41,9 @@ const char tl_cmd_tune_help[] =
     "then neighbours of the best measured; candidates slower than 2x the best stop early; large\n"
     "spaces are searched by beam. See docs/tune.md.\n"
     "\n"
-    "kernels: matmul (SHAPE MxNxK; --dtype f32 (default), bf16, int8 = u8 x i8 -> i32)\n"
+    "kernels: matmul (SHAPE MxNxK; --dtype f32 (default), bf16, int8 = u8 x i8 -> i32; 1-2 rows\n"
+    "         against a b of 4 KiB rows past the cache, where tl_matmul splits K between the\n"
+    "         threads, are outside the space: said (`not tuned: ...`), nothing stored)\n"
     "         attention (SHAPE BxHxSxD or BxHxSqxSkxD, :causal for causal, e.g. 1x8x2048x128:causal;\n"
     "         Hkv = H, o f32, no mask; --dtype bf16 (default), f32; params BQ, BK; Sq <= 16 is\n"
     "         the decode path: BK only)\n"
@@ -319,9 +321,16 @@ static int tl_tune_space_fail(tl_status s, const tl_tune_job *j, const char *err
   return tl_tool_fail(TL_CMD, "%s %s: %s", j->kernel->name, j->shape, err);
 }
 
-/* Tunes one job and stores the winner. */
+/* A problem the kernel runs outside its config space: said on stdout, nothing stored, and the
+ * other jobs go on (exit 0). */
+static int tl_tune_not_tunable(const tl_tune_job *j, const char *why) {
+  printf("%s %s %s: not tuned: %s\n", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape, why);
+  return TL_EXIT_OK;
+}
+
+/* Tunes one job and stores the winner (counted in *stored). */
 static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j, const tl_machine *m, tl_tune_db *db,
-                       tl_tune_bar *bar) {
+                       tl_tune_bar *bar, int *stored) {
   int64_t d[8];
   char err[512];
   int variant = 0;
@@ -330,6 +339,7 @@ static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j,
   if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
   tl_status s = j->kernel->space(ctx, d, n, variant, tl_tune_dtype(j->dtype), a->reduced, &sp, err, sizeof err);
   if (s != TL_OK) return tl_tune_space_fail(s, j, err);
+  if (!sp) return tl_tune_not_tunable(j, err);
   snprintf(bar->what, sizeof bar->what, "%s %s %s", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape);
   tl_tune_opts o = {.budget_s = a->budget, .machine = m, .progress = tl_tune_progress, .arg = bar};
   tl_tune_result r;
@@ -349,6 +359,7 @@ static int tl_tune_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune_job *j,
     rc = tl_tool_fail(TL_CMD, "%s: cannot store the result: %s", bar->what, err);
     goto out;
   }
+  (*stored)++;
   printf("%-28s %-22s %9.4f ms  heuristic %9.4f ms (x%.2f)  timed %lld of %lld valid (%lld in space%s)%s  %.1f s\n",
          bar->what, row.config, r.best_s * 1e3, r.heuristic_s * 1e3, r.heuristic_s > 0 ? r.heuristic_s / r.best_s : 0,
          (long long)r.timed, (long long)r.valid, (long long)r.space_size, r.beam ? ", beam" : "",
@@ -383,6 +394,7 @@ static int tl_tune_compare_one(tl_ctx *ctx, const tl_tune_args *a, const tl_tune
   if (n < 0) return tl_tool_usage_error(TL_CMD, "%s", err);
   tl_status s = j->kernel->space(ctx, d, n, variant, tl_tune_dtype(j->dtype), 1, &sp, err, sizeof err);
   if (s != TL_OK) return tl_tune_space_fail(s, j, err);
+  if (!sp) return tl_tune_not_tunable(j, err);
   snprintf(bar->what, sizeof bar->what, "%s %s %s", j->kernel->name, j->dtype ? j->dtype : "f32", j->shape);
   int rc = TL_EXIT_OK;
   tl_tune_cmp_case cases[3] = {{sp, NULL}, {sp, NULL}, {sp, NULL}};
@@ -571,7 +583,7 @@ int tl_cmd_tune(int argc, char **argv) {
   }
   tl_tune_bar_done(&bar);
   tl_tune_job jobs[TL_TUNE_MAX_SHAPES];
-  int njobs = 0;
+  int njobs = 0, stored = 0;
   if (a.suite) {
     for (int r = 0; r < (int)TL_ARRAY_LEN(a.suite->rows) && a.suite->rows[r].kernel; r++)
       jobs[njobs++] = (tl_tune_job){tl_tune_kernel_find(a.suite->rows[r].kernel), a.suite->rows[r].dtype, a.suite->rows[r].shape};
@@ -588,9 +600,12 @@ int tl_cmd_tune(int argc, char **argv) {
     have_tmp = 1;
   }
   for (int j = 0; j < njobs && rc == TL_EXIT_OK; j++)
-    rc = a.compare ? tl_tune_compare_one(ctx, &a, &jobs[j], m, &bar) : tl_tune_one(ctx, &a, &jobs[j], m, db, &bar);
+    rc = a.compare ? tl_tune_compare_one(ctx, &a, &jobs[j], m, &bar) : tl_tune_one(ctx, &a, &jobs[j], m, db, &bar, &stored);
   if (rc == TL_EXIT_OK && a.compare) rc = tl_tune_lookup_overhead(&a, tmpdir);
-  if (rc == TL_EXIT_OK && !a.compare) printf("stored in %s\n", in.tune_db);
+  if (rc == TL_EXIT_OK && !a.compare) {
+    if (stored) printf("stored in %s\n", in.tune_db);
+    else printf("nothing stored\n");
+  }
 out:
   if (have_tmp) rmdir(tmpdir);
   free(m);
