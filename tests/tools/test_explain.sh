@@ -137,6 +137,7 @@ run machines --frob
 # on a preset and with --no-run the operands are allocated, never written (dry): 2 x 400 MB of
 # copy's x and y cost address space, not RAM (filled, this was 784 MB and 1.6 s until 2026-11-26)
 if [ $have_python = 1 ]; then
+  run explain copy 64x64 --no-run --threads 1 # (the 1-thread probe cached first: it is not what is measured)
   for extra in "--machine a100" "--no-run --threads 1"; do
     rss=$(python3 -c 'import resource, subprocess, sys
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
