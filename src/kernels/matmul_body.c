@@ -112,28 +112,24 @@ static void tl_mm_epilogue_float(const tl_prog *p, const tl_mm_run *r, tl_ref *r
  * accumulation does (the unsplit sum bit for bit whenever it fits in i32, the dots' contract;
  * past it the scalar / AVX2 dots saturate each part, whose sum then wraps), f32 rounded once
  * more per part. */
+#define TL_MM_SUM_ROW(T)                                                                   \
+  do {                                                                                     \
+    T *d = (T *)acc->data + i * acc->stride[0];                                            \
+    const T *x = (const T *)P->data + i * P->stride[1];                                    \
+    for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] = x[j * P->stride[2]];           \
+    for (int s = 1; s < r->sum; s++) {                                                     \
+      x += P->stride[0];                                                                   \
+      for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] += x[j * P->stride[2]];        \
+    }                                                                                      \
+  } while (0)
 static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, const tl_ref *c) {
   const int64_t R = c->valid[0], C = c->valid[1];
   for (int64_t i = 0; i < R; i++) {
-    if (acc->dtype == TL_I32) {
-      uint32_t *d = (uint32_t *)acc->data + i * acc->stride[0];
-      const uint32_t *x = (const uint32_t *)P->data + i * P->stride[1];
-      for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] = x[j * P->stride[2]];
-      for (int s = 1; s < r->sum; s++) {
-        x += P->stride[0];
-        for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] += x[j * P->stride[2]];
-      }
-    } else {
-      float *d = (float *)acc->data + i * acc->stride[0];
-      const float *x = (const float *)P->data + i * P->stride[1];
-      for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] = x[j * P->stride[2]];
-      for (int s = 1; s < r->sum; s++) {
-        x += P->stride[0];
-        for (int64_t j = 0; j < C; j++) d[j * acc->stride[1]] += x[j * P->stride[2]];
-      }
-    }
+    if (acc->dtype == TL_I32) TL_MM_SUM_ROW(uint32_t); /* (unsigned: wrapping is defined) */
+    else TL_MM_SUM_ROW(float);
   }
 }
+#undef TL_MM_SUM_ROW
 
 /* One step: the dot into the accumulator (overwrite on the first K step), the epilogue on the
  * last. */
