@@ -325,6 +325,7 @@ static tl_tensor tl_mm_view3(const tl_tensor *t, int64_t inner, int64_t inner_st
 }
 
 static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
+static int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
 
 /* See matmul_impl.h. */
 tl_status tl_mm_prepare(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, const tl_tensor *c, const tl_matmul_opts *o,
@@ -402,10 +403,17 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * 0.45 -> 0.31 / 0.16 -> 0.14 ms, 1x4096x2048 1.26 -> 0.60 / 0.66 -> 0.27, 2x4096x2048 1.03
      * -> 0.63 / 0.51 -> 0.30; int8 1x4096x2048 0.52 -> 0.36 / 0.21 -> 0.22, 1x4096x4096 (16 MiB)
      * 0.95 -> 0.74 / 0.66 -> 0.34. int8 2 rows: cold faster, warm slower (2x4096x2048 0.49 ->
-     * 0.42 / 0.16 -> 0.21), so l3 / 2 as f32. `tilec bench gemm --warm --threads 2 --peers none`,
-     * builds alternating, 5 rounds: int8 1x4096x4096 0.65 -> 0.38 ms, bf16 1x4096x2048 0.60 ->
-     * 0.27 (docs/matmul.md) */
-    const int64_t lim = da == TL_BF16 || (da != TL_F32 && bd->M == 1) ? l3 / 8 : l3 / 2;
+     * 0.42 / 0.16 -> 0.21), so l3 / 2 as f32 — but where the walk splits K (b's rows 4 KiB,
+     * tl_mm_split_decide), which made it faster: 2x4096x1200 / 2048 / 3072, l3 / 2 against l3 /
+     * 8, 5 rounds, cold 0.289 -> 0.205, 0.426 -> 0.325, 0.643 -> 0.494 ms, warm (7 rounds)
+     * 0.118 -> 0.111, 0.233 -> 0.183, 0.439 -> 0.313; f32 one row so too (1x1024x2048 / 3072
+     * cold 0.307 -> 0.259, 0.446 -> 0.388, warm 0.118 -> 0.112, 0.211 -> 0.162; two f32 rows
+     * even: 0.284 -> 0.299, 0.440 -> 0.436). `tilec bench gemm --warm --threads 2 --peers
+     * none`, builds alternating, 5 rounds: int8 1x4096x4096 0.65 -> 0.38 ms, bf16 1x4096x2048
+     * 0.60 -> 0.27 (docs/matmul.md) */
+    const int split_shape = tl_mm_split_shape(&info, bd, b);
+    const int eighth = da == TL_BF16 || (da != TL_F32 && (bd->M == 1 || split_shape)) || (split_shape && bd->M == 1);
+    const int64_t lim = eighth ? l3 / 8 : l3 / 2;
     r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
   }
@@ -560,13 +568,16 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run) {
  * 2x2048x8192; f32 1x1024x8192, 2x1024x16384; docs/matmul.md; measured on 2 threads only). The K
  * blocks (about TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split
  * has as many. */
+static int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b) {
+  const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), N = bd->N;
+  const int64_t ldb = b->stride[b->ndim - 2] * es;
+  return bd->batch == 1 && S >= 2 && S <= 64 && ldb == N * es && ldb % 4096 == 0 && TL_CDIV(N, S) * es < 4096;
+}
+
 static void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const tl_mm_run *r = &bd->run;
-  const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), K = bd->K, N = bd->N;
-  const int64_t ldb = b->stride[b->ndim - 2] * es;
-  if (!r->stream || bd->batch != 1 || S < 2 || S > 64 || ldb != N * es || ldb % 4096 ||
-      TL_CDIV(N, S) * es >= 4096 || TL_CDIV(N, r->BN) < 2)
-    return;
+  const int64_t S = info->threads, K = bd->K, N = bd->N;
+  if (!r->stream || !tl_mm_split_shape(info, bd, b) || TL_CDIV(N, r->BN) < 2) return;
   const int64_t g = 64;
   int64_t nb = TL_CDIV(TL_CDIV(K, TL_MM_BK_STREAM), S) * S, bk = 0;
   for (; nb >= S; nb -= S) { /* the most blocks up to that count that tile K exactly */

@@ -698,6 +698,9 @@ static void test_ksplit(void) {
       mm_case ms = plain(TL_U8, TL_I8, TL_F32, 1, N, K);
       ms.scales = 1, ms.bias = 1, ms.act = TL_ACT_SILU;
       check_case(&ms, 0, "K split, int8 scales");
+      mm_case m2 = plain(TL_U8, TL_I8, TL_I32, 2, N, K); /* two rows stream from an eighth of the L3 here */
+      m2.bias = 1;
+      check_case(&m2, 1, "K split, int8 two rows");
     } else { /* bf16 c: the parts summed in f32, rounded once */
       mm_case mb = plain(cs[i].da, cs[i].db, TL_BF16, 1, N, K);
       mb.bias = 1, mb.res = 1;
@@ -737,8 +740,9 @@ static void test_ksplit(void) {
     g_ctx = ctx;
   }
   tl_ctx_free(tiny);
-  /* beside the rule: 8 KiB rows (4 KiB per thread), two rows of int8 a (streamed only from half
-   * the L3), three rows, b's rows padded (a row stride past N), one thread */
+  /* two rows of int8 a stream (and split) from an eighth of the L3 with such a b (else from
+   * half); beside the rule: 8 KiB rows (4 KiB per thread), three rows, b's rows padded (a row
+   * stride past N), one thread */
   tl_ctx *one;
   tl_ctx_opts o1 = {.isa = g_isa, .threads = 1, .tune = -1};
   REQUIRE(tl_ctx_new(&o1, &one) == TL_OK, "%s", tl_last_error());
@@ -746,7 +750,7 @@ static void test_ksplit(void) {
   static const struct {
     int64_t m, n, ldb;
     int one_thread, split;
-  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 0}, {2, 4096, 4096, 0, 0},
+  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 0}, {2, 4096, 4096, 0, 2},
              {3, 4096, 4096, 0, 0}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
   char dummy[64];
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
@@ -778,6 +782,18 @@ static void test_ksplit(void) {
           g_isa, (long long)K, (long long)bd.run.BN, st == TL_OK ? bd.split : -1);
   }
   tl_ctx_free(mid);
+  /* f32 one row with such a b streams (and splits) from an eighth of the L3 too, two rows from half */
+  for (int64_t m = 1; m <= 2; m++) {
+    const int64_t sa[2] = {m, K}, sb[2] = {K, 1024}, sc[2] = {m, 1024};
+    tl_tensor a = tl_tensor_make(dummy, TL_F32, 2, sa), b = tl_tensor_make(dummy, TL_F32, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
+    tl_mm_build bd;
+    const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+    const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
+    CHECK(st == TL_OK && bd.run.stream == (m == 1) && bd.split == (m == 1 ? 2 : 0),
+          "[%s] f32 %lldx1024x%lld (b past an eighth of the L3): stream %d split %d", g_isa, (long long)m, (long long)K,
+          bd.run.stream, bd.split);
+  }
   tl_ctx_free(one);
   g_ctx = saved;
   tl_ctx_free(ctx);
