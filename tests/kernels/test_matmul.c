@@ -657,9 +657,9 @@ static void test_stream(void) {
   check_case(&mi, 1, "int8 streamed b");
 }
 
-/* One row of a streaming a b whose rows are 4 KiB (int8 N = 4096, bf16 2048, f32 1024) on 2
- * threads: K is split between them (each reads whole rows of alternate K blocks), the partial
- * rows summed under the epilogue. Against the reference with every epilogue (int8 exact, and
+/* One or two rows of a streaming a b whose rows are 4 KiB (int8 N = 4096, bf16 2048, f32 1024)
+ * on 2 threads: K is split between them (each reads whole rows of alternate K blocks), the
+ * partial rows summed under the epilogue. Against the reference with every epilogue (int8 exact, and
  * equal to the packed b's unsplit run bit for bit); the split is what ran (the cached plan says
  * so); shapes beside the rule stay unsplit (their builds only). */
 static void test_ksplit(void) {
