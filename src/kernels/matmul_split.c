@@ -1,0 +1,90 @@
+/* matmul_split.c — the K split of tl_matmul (tl_mm_build.split, docs/matmul.md "K split"): for
+ * 1-2 rows of a streaming a b whose rows are 4 KiB, the threads split K instead of N. The rule
+ * (tl_mm_split_shape, tl_mm_split_decide), the first kernel's build (ks: each step's product
+ * into its own part of a [S, M, N] buffer), and the second kernel made from the ordinary build
+ * (tl_mm_split_sum: the parts summed under the epilogue). The plans and the buffer belong to
+ * tl_matmul's plan-cache entry (matmul.c). */
+#include <stdio.h>
+
+#include "matmul_impl.h"
+
+/* See matmul_impl.h. */
+int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b) {
+  const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), N = bd->N;
+  const int64_t ldb = b->stride[b->ndim - 2] * es;
+  return bd->batch == 1 && S >= 2 && S <= 64 && ldb == N * es && ldb % 4096 == 0 && TL_CDIV(N, S) * es < 4096;
+}
+
+/* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
+ * batch; row-major, rows contiguous) with rows a multiple of 4 KiB long, of which each thread's
+ * share (N / threads columns) is less than 4 KiB: each thread would read part of every page of
+ * b (2 KiB of each 4 KiB row with 2 threads), which ran 10-27% slower than each reading whole
+ * rows of alternate K blocks (int8 1x4096x4096, 1x4096x11008, 2x4096x8192; bf16 1x2048x4096,
+ * 2x2048x8192; f32 1x1024x8192, 2x1024x16384; docs/matmul.md; measured on 2 threads only). The K
+ * blocks (about TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split
+ * has as many. */
+void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
+  const tl_mm_run *r = &bd->run;
+  const int64_t S = info->threads, K = bd->K, N = bd->N;
+  if (!r->stream || !tl_mm_split_shape(info, bd, b) || TL_CDIV(N, r->BN) < 2) return;
+  const int64_t g = 64;
+  int64_t nb = TL_CDIV(TL_CDIV(K, TL_MM_BK_STREAM), S) * S, bk = 0;
+  for (; nb >= S; nb -= S) { /* the most blocks up to that count that tile K exactly */
+    bk = TL_CDIV(TL_CDIV(K, nb), g) * g;
+    if (TL_CDIV(K, bk) == nb) break;
+  }
+  if (nb < S) return;
+  bd->split = (int)S;
+  tl_mm_run *kr = &bd->ks_run;
+  *kr = *r;
+  kr->partial = 1, kr->sum = 0;
+  kr->ia = 0, kr->ib = 1, kr->ic = 2, kr->iacc = kr->icvt = kr->itmp = kr->ibias = kr->isa = kr->isb = kr->ires = -1;
+  kr->alpha = 1.0f, kr->beta = 0.0f, kr->act = TL_ACT_NONE;
+  kr->BM = bd->M, kr->BN = N, kr->BK = bk;
+  const tl_dtype acc_dt = a->dtype == TL_I8 || a->dtype == TL_U8 ? TL_I32 : TL_F32;
+  kr->c_dt = acc_dt, kr->int_out = acc_dt == TL_I32;
+  snprintf(bd->ks_map[0], sizeof bd->ks_map[0], "s, q -> 0, 0, %lld*q + s", (long long)S);
+  snprintf(bd->ks_map[1], sizeof bd->ks_map[1], "s, q -> 0, %lld*q + s, 0", (long long)S);
+  snprintf(bd->ks_map[2], sizeof bd->ks_map[2], "s, q -> s, 0, 0");
+  bd->ks_in[0] = bd->in[r->ia], bd->ks_in[0].block[2] = bk;
+  bd->ks_in[1] = bd->in[r->ib], bd->ks_in[1].block[1] = bk, bd->ks_in[1].block[2] = N;
+  bd->ks_in[0].block[0] = bd->ks_in[1].block[0] = 1, bd->ks_in[0].block[1] = bd->M;
+  bd->ks_out[0] = (tl_blockspec){.ndim = 3, .block = {1, bd->M, N}, .out = TL_OUT_WRITE};
+  bd->ks_tin[0] = bd->tin[r->ia], bd->ks_tin[1] = bd->tin[r->ib];
+  const int64_t pshape[3] = {S, bd->M, N};
+  bd->ks_tout[0] = tl_tensor_make(NULL, acc_dt, 3, pshape);
+  bd->ks = (tl_kernel){.name = "matmul_ksplit", .body = tl_mm_body, .grid_ndim = 2, .grid = {S, nb / S},
+                       .sem = {TL_PARALLEL, TL_ARBITRARY}, .n_in = 2, .n_out = 1, .flops = bd->k.flops};
+}
+
+/* See matmul_impl.h. */
+void tl_mm_split_tin(const tl_mm_build *unsplit, const tl_tensor *tin, void *part, tl_tensor *out) {
+  const tl_mm_run *r = &unsplit->run;
+  int n = 0;
+  for (int i = 0; i < unsplit->k.n_in; i++) {
+    if (i == r->ib) continue;
+    out[n] = tin[i];
+    if (i == r->ia) {
+      const int64_t shape[3] = {unsplit->split, unsplit->M, unsplit->N};
+      out[n] = tl_tensor_make(part, unsplit->ks_tout[0].dtype, 3, shape);
+    }
+    n++;
+  }
+}
+
+/* See matmul_impl.h. */
+void tl_mm_split_sum(tl_mm_build *bd, void *part) {
+  tl_mm_run *r = &bd->run;
+  tl_mm_split_tin(bd, bd->tin, part, bd->tin);
+  bd->in[r->ia] = (tl_blockspec){.ndim = 3, .block = {bd->split, r->BM, r->BN}, .map = "z, j, i, k -> 0, i, j",
+                                 .stage = TL_STAGE_NEVER};
+  for (int i = r->ib; i + 1 < bd->k.n_in; i++) bd->in[i] = bd->in[i + 1];
+  int *idx[] = {&r->ibias, &r->isa, &r->isb, &r->ires, &r->ic, &r->iacc, &r->icvt, &r->itmp};
+  for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++)
+    if (*idx[i] > r->ib) (*idx[i])--;
+  r->ib = -1, r->sum = bd->split;
+  bd->k.n_in--;
+  bd->k.grid[3] = 1;
+  bd->k.name = "matmul_ksum";
+  tl_mm_build_fixup(bd, r);
+}
