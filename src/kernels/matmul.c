@@ -407,10 +407,18 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * cold 0.307 -> 0.259, 0.446 -> 0.388, warm 0.118 -> 0.112, 0.211 -> 0.162; two f32 rows
      * even: 0.284 -> 0.299, 0.440 -> 0.436). `tilec bench gemm --warm --threads 2 --peers
      * none`, builds alternating, 5 rounds: int8 1x4096x4096 0.65 -> 0.38 ms, bf16 1x4096x2048
-     * 0.60 -> 0.27 (docs/matmul.md) */
+     * 0.60 -> 0.27 (docs/matmul.md). Since the walks prefetch their next sweep and the K split
+     * takes every b with contiguous rows (2026-11-26, measured on a Zen 5 VM, 2 threads,
+     * environment toggles in one build, 3 rounds, cold / warm), such a b streams from a
+     * sixteenth of the L3, 1 or 2 rows, any dtype: f32 2x1024x3072 0.369 -> 0.258 / 0.181 ->
+     * 0.092 ms against l3 / 2, 1x1024x1024 (4 MiB) 0.129 -> 0.094 / 0.055 -> 0.038 against l3 /
+     * 8, bf16 1x2048x1024 0.161 -> 0.094 / 0.069 -> 0.061, int8 1x2048x2048 0.173 -> 0.090 /
+     * 0.048 -> 0.060 (warm slower: so int8 and bf16 two rows, 2x2048x2048 0.051 -> 0.067 and
+     * 2x2048x1024 0.064 -> 0.083; cold is the case the size suggests); from l3 / 32 slower both
+     * ways (f32 1x512x1024: 0.052 -> 0.061 / 0.010 -> 0.018) */
     const int split_shape = tl_mm_split_shape(&info, bd, b);
-    const int eighth = da == TL_BF16 || (da != TL_F32 && (bd->M == 1 || split_shape)) || (split_shape && bd->M == 1);
-    const int64_t lim = eighth ? l3 / 8 : l3 / 2;
+    const int eighth = da == TL_BF16 || (da != TL_F32 && bd->M == 1);
+    const int64_t lim = split_shape ? l3 / 16 : eighth ? l3 / 8 : l3 / 2;
     r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
   }

@@ -140,9 +140,8 @@ double tl_mm_balance(int64_t inner, int64_t M, int64_t N, int64_t BM, int64_t BN
 /* Points k's in/out/scratch at the build's own arrays (after a copy) and k.user at run (ks's
  * at ks_run). */
 void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
-/* 1 when b's geometry admits the K split on info's threads (no batch, b's rows contiguous and a
- * multiple of 4 KiB, each thread's share of a row under 4 KiB); tl_mm_split_decide also needs b
- * streamed. matmul_split.c. */
+/* 1 when b's geometry admits the K split on info's threads (2-64 threads, no batch, b's rows
+ * contiguous); tl_mm_split_decide also needs b streamed. matmul_split.c. */
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
 /* Sets bd->split and the first kernel (ks_*) when the K split applies (the heuristic's build,
  * after its config), else leaves split 0. */

@@ -1,5 +1,5 @@
 /* matmul_split.c — the K split of tl_matmul (tl_mm_build.split, docs/matmul.md "K split"): for
- * 1-2 rows of a streaming a b whose rows are 4 KiB, the threads split K instead of N. The rule
+ * 1-2 rows of a streaming a b whose rows are contiguous, the threads split K instead of N. The rule
  * (tl_mm_split_shape, tl_mm_split_decide), the first kernel's build (ks: each step's product
  * into its own part of a [S, M, N] buffer), and the second kernel made from the ordinary build
  * (tl_mm_split_sum: the parts summed under the epilogue). The plans and the buffer belong to
@@ -12,17 +12,19 @@
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b) {
   const int64_t S = info->threads, es = (int64_t)tl_dtype_size(b->dtype), N = bd->N;
   const int64_t ldb = b->stride[b->ndim - 2] * es;
-  return bd->batch == 1 && S >= 2 && S <= 64 && ldb == N * es && ldb % 4096 == 0 && TL_CDIV(N, S) * es < 4096;
+  return bd->batch == 1 && S >= 2 && S <= 64 && ldb == N * es;
 }
 
 /* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
- * batch; row-major, rows contiguous) with rows a multiple of 4 KiB long, of which each thread's
- * share (N / threads columns) is less than 4 KiB: each thread would read part of every page of
- * b (2 KiB of each 4 KiB row with 2 threads), which ran 10-27% slower than each reading whole
- * rows of alternate K blocks (int8 1x4096x4096, 1x4096x11008, 2x4096x8192; bf16 1x2048x4096,
- * 2x2048x8192; f32 1x1024x8192, 2x1024x16384; docs/matmul.md; measured on 2 threads only). The K
- * blocks (about TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split
- * has as many. */
+ * batch; row-major) with contiguous rows, so that each thread reads one run of whole rows per K
+ * block rather than its share of every row. Measured on 2 threads only: on a Zen 4 VM, for b
+ * rows of 4 KiB of which each thread read 2 KiB, 10-27% faster (int8 1x4096x4096, 1x4096x11008,
+ * 2x4096x8192; bf16 1x2048x4096, 2x2048x8192; f32 1x1024x8192, 2x1024x16384), for longer rows
+ * slower without the walks' next-sweep prefetch (int8 1x2048x8192 0.85 -> 1.26 ms); on a Zen 5
+ * VM, with that prefetch, faster for every row length (docs/matmul.md: f32 1x11008x4096 5.0 ->
+ * 4.0 ms against the prefetch alone, bf16 2.76 -> 2.24, int8 1.44 -> 1.07). The K blocks
+ * (about TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split has as
+ * many. */
 void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const tl_mm_run *r = &bd->run;
   const int64_t S = info->threads, K = bd->K, N = bd->N;

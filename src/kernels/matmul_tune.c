@@ -95,6 +95,15 @@ static int tl_mm_tune_run(void *user, void *cand) {
   return tl_plan_run(c->plan, c->bd.tin, c->bd.tout) != TL_OK;
 }
 
+/* A shape where tl_matmul splits K: no space (*out stays NULL), why in err. */
+static tl_status tl_mm_tune_unsplit(int split, char *err, size_t errn) {
+  tl_msg(err, errn,
+         "tl_matmul splits K between the %d threads here (docs/matmul.md, K split), which the config space does "
+         "not cover; it takes no tuned config for this shape",
+         split);
+  return TL_OK;
+}
+
 /* See tune_kernels.h. */
 tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int variant, tl_dtype da, int reduced,
                                tl_tune_space **out, char *err, size_t errn) {
@@ -116,18 +125,27 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
            (long long)N, (long long)K);
     return TL_ERR_SHAPE;
   }
+  const tl_dtype db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  tl_mm_build heur;
+  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  { /* a shape tl_matmul splits is said before any buffer is made (its build reads shapes and
+     * strides only; b is packed only for more rows than the split takes) */
+    _Alignas(64) char pa[64], pb[64], pc[64];
+    tl_tensor a = tl_tensor_make(pa, da, 2, sa), b = tl_tensor_make(pb, db, 2, sb), c = tl_tensor_make(pc, dc, 2, sc);
+    if (!tl_mm_autopack_applies(&a, &b) && tl_mm_prepare(ctx, &a, &b, &c, &o, &heur) == TL_OK && heur.split)
+      return tl_mm_tune_unsplit(heur.split, err, errn);
+  }
   tl_status s = TL_ERR_NOMEM;
   tl_tune_space *sp = tl_calloc(1, sizeof *sp);
   tl_mm_tune_user *u = tl_calloc(1, sizeof *u);
   if (!sp || !u) goto fail;
   u->ctx = ctx, u->M = M, u->N = N, u->K = K, u->da = da;
   u->gk = da == TL_F32 ? 8 : da == TL_BF16 ? 32 : 64;
-  const tl_dtype db = da == TL_U8 ? TL_I8 : da, dc = da == TL_U8 ? TL_I32 : TL_F32;
   u->bufs[0] = tl_tune_kernel_buf(da, M * K, 1);
   u->bufs[1] = tl_tune_kernel_buf(db, K * N, 2);
   u->bufs[2] = tl_tune_kernel_buf(dc, M * N, 3);
   if (!u->bufs[0] || !u->bufs[1] || !u->bufs[2]) goto fail;
-  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
   u->a = tl_tensor_make(u->bufs[0], da, 2, sa);
   u->b = tl_tensor_make(u->bufs[1], db, 2, sb);
   u->c = tl_tensor_make(u->bufs[2], dc, 2, sc);
@@ -141,21 +159,15 @@ tl_status tl_mm_tune_space_new(tl_ctx *ctx, const int64_t *dims, int ndims, int 
     tl_aligned_free(u->bufs[1]);
     u->bufs[1] = pb.data, u->b = pb, u->packed = 1;
   }
-  tl_mm_build heur;
-  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
   s = tl_mm_prepare(ctx, &u->a, &u->b, &u->c, &o, &heur);
   if (s != TL_OK) {
     tl_msg(err, errn, "%s", tl_ctx_error(ctx));
     goto fail;
   }
-  if (heur.split) { /* the candidates are unsplit plans: none is what tl_matmul runs here */
-    tl_msg(err, errn,
-           "tl_matmul splits K between the %d threads here (docs/matmul.md, K split), which the config space does "
-           "not cover; it takes no tuned config for this shape",
-           heur.split);
+  if (heur.split) { /* (as above, should the real tensors' build differ) */
     tl_mm_tune_free_user(u);
     tl_free_mem(sp);
-    return TL_OK;
+    return tl_mm_tune_unsplit(heur.split, err, errn);
   }
   snprintf(sp->kernel, sizeof sp->kernel, "matmul");
   sp->version = TL_MM_TUNE_VERSION;

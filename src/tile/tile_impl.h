@@ -93,6 +93,34 @@ static inline __attribute__((always_inline)) void tl_tile_prefetch_c(const void 
     for (int v = 0; v < nv; v++) __builtin_prefetch((const char *)c + r * ldcb + 64 * v, 1, 3);
 }
 
+
+/* For the streaming walks of 1-2 rows of a (b row-major in place, read from memory a few rows
+ * per sweep over all columns): a cursor over the next sweep's rows of b, seen as one run of
+ * rows x rowb bytes (rows row stride ld bytes apart; one contiguous run when ld == rowb, as when
+ * tl_matmul's K split gives each thread whole rows). A sweep advances it by as many bytes as it
+ * reads, so memory sees one stream a sweep ahead of the loads rather than one per row of the
+ * sweep. */
+typedef struct tl_sweep_pf {
+  const char *row; /* the row the cursor is in, NULL when done */
+  int64_t col, rowb, ld, rows;
+} tl_sweep_pf;
+
+/* A cursor at the start of rows rows of rowb bytes (row stride ld) at p; none when rows <= 0. */
+static inline tl_sweep_pf tl_sweep_pf_at(const void *p, int64_t rows, int64_t rowb, int64_t ld) {
+  return (tl_sweep_pf){.row = rows > 0 && rowb > 0 ? (const char *)p : NULL, .col = 0, .rowb = rowb, .ld = ld, .rows = rows};
+}
+
+/* Prefetches (into L2 and L1: the measured hint) the next bytes bytes of the cursor's run and
+ * advances it; nothing past its last row. */
+static inline __attribute__((always_inline)) void tl_sweep_pf_issue(tl_sweep_pf *c, int64_t bytes) {
+  for (int64_t x = 0; x < bytes && c->row; x += 64) {
+    __builtin_prefetch(c->row + c->col, 0, 3);
+    if ((c->col += 64) >= c->rowb) {
+      c->col -= c->rowb, c->row += c->ld;
+      if (--c->rows == 0) c->row = NULL;
+    }
+  }
+}
 #ifdef __AVX512F__
 #include <immintrin.h>
 /* For the AVX-512 folders: 4 x 4 transpose of the 128-bit lanes of v[0..3], in place (lane L of

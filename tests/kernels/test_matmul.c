@@ -170,6 +170,9 @@ static double run_case(const mm_case *mc, int packed) {
   double err = -1;
   tl_status s = tl_matmul(g_ctx, &a.t, &b.t, &c.t, &o);
   CHECK(s == TL_OK, "[%s] tl_matmul: %s: %s", g_isa, tl_status_name(s), tl_ctx_error(g_ctx));
+  int64_t cfg[3];
+  int split = 0; /* a K split sums per-thread parts: f32 / bf16 round differently from the packed run */
+  if (s == TL_OK && tl_mm_cached_config(g_ctx, &a.t, &b.t, &c.t, &o, cfg, &split) != 1) split = 0;
   if (s == TL_OK) {
     read_c(&c.t, out);
     if (int_out) {
@@ -189,9 +192,10 @@ static double run_case(const mm_case *mc, int packed) {
       memcpy(c.mem, c_old, (size_t)cbytes);
       s = tl_matmul(g_ctx, &a.t, &pb, &c.t, &o);
       CHECK(s == TL_OK, "[%s] tl_matmul packed: %s", g_isa, tl_ctx_error(g_ctx));
-      if (s == TL_OK && !int_out && !strcmp(g_isa, "amx")) {
+      if (s == TL_OK && !int_out && (!strcmp(g_isa, "amx") || split)) {
         /* on AMX the two runs may put a block on different units (the AMX dot takes the blocks
-         * that fit its tiles, and b read in place never does), so they agree within rounding */
+         * that fit its tiles, and b read in place never does), and a split run sums per-thread
+         * parts (the packed b never splits), so they agree within rounding */
         read_c(&c.t, out);
         double e2 = test_rel_err(out, ref, n);
         CHECK(e2 <= tol_for(mc), "[%s] packed b: err %.3g > %.3g (%s, M %lld N %lld)", g_isa, e2, tol_for(mc),
@@ -657,9 +661,9 @@ static void test_stream(void) {
   check_case(&mi, 1, "int8 streamed b");
 }
 
-/* One or two rows of a streaming a b whose rows are 4 KiB (int8 N = 4096, bf16 2048, f32 1024)
- * on 2 threads: K is split between them (each reads whole rows of alternate K blocks), the
- * partial rows summed under the epilogue. Against the reference with every epilogue (int8 exact, and
+/* One or two rows of a streaming a b with contiguous rows (from a sixteenth of the L3) on 2
+ * threads: K is split between them (each reads whole rows of alternate K blocks), the partial
+ * rows summed under the epilogue. Against the reference with every epilogue (int8 exact, and
  * equal to the packed b's unsplit run bit for bit); the split is what ran (the cached plan says
  * so); shapes beside the rule stay unsplit (their builds only). */
 static void test_ksplit(void) {
@@ -673,7 +677,8 @@ static void test_ksplit(void) {
   static const struct {
     tl_dtype da, db, dc;
     int64_t n, div; /* b streams past l3 / div */
-  } cs[] = {{TL_U8, TL_I8, TL_I32, 4096, 8}, {TL_BF16, TL_BF16, TL_F32, 2048, 8}, {TL_F32, TL_F32, TL_F32, 1024, 2}};
+  } cs[] = {{TL_U8, TL_I8, TL_I32, 4096, 16}, {TL_BF16, TL_BF16, TL_F32, 2048, 16}, {TL_F32, TL_F32, TL_F32, 1024, 16},
+            {TL_F32, TL_F32, TL_F32, 3001, 16}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
     if (l3 / cs[i].div > ((int64_t)64 << 20)) {
       fprintf(stderr, "    ksplit case %zu: b would be past %lld MiB to stream here: skipped\n", i, (long long)(l3 / cs[i].div >> 20));
@@ -698,7 +703,7 @@ static void test_ksplit(void) {
       mm_case ms = plain(TL_U8, TL_I8, TL_F32, 1, N, K);
       ms.scales = 1, ms.bias = 1, ms.act = TL_ACT_SILU;
       check_case(&ms, 0, "K split, int8 scales");
-      mm_case m2 = plain(TL_U8, TL_I8, TL_I32, 2, N, K); /* two rows stream from an eighth of the L3 here */
+      mm_case m2 = plain(TL_U8, TL_I8, TL_I32, 2, N, K); /* two rows stream from a sixteenth of the L3 too */
       m2.bias = 1;
       check_case(&m2, 1, "K split, int8 two rows");
     } else { /* bf16 c: the parts summed in f32, rounded once */
@@ -740,9 +745,8 @@ static void test_ksplit(void) {
     g_ctx = ctx;
   }
   tl_ctx_free(tiny);
-  /* two rows of int8 a stream (and split) from an eighth of the L3 with such a b (else from
-   * half); beside the rule: 8 KiB rows (4 KiB per thread), three rows, b's rows padded (a row
-   * stride past N), one thread */
+  /* one or two rows of int8 a, rows of any length, stream and split; beside the rule: three
+   * rows, b's rows padded (a row stride past N: streamed, not split), one thread */
   tl_ctx *one;
   tl_ctx_opts o1 = {.isa = g_isa, .threads = 1, .tune = -1};
   REQUIRE(tl_ctx_new(&o1, &one) == TL_OK, "%s", tl_last_error());
@@ -750,11 +754,12 @@ static void test_ksplit(void) {
   static const struct {
     int64_t m, n, ldb;
     int one_thread, split;
-  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 0}, {2, 4096, 4096, 0, 2},
+  } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 2}, {2, 4096, 4096, 0, 2}, {1, 1000, 1000, 0, 2},
              {3, 4096, 4096, 0, 0}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
   char dummy[64];
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
-    const int64_t sa[2] = {rs[i].m, K}, sb[2] = {K, rs[i].n}, sc[2] = {rs[i].m, rs[i].n};
+    const int64_t ki = TL_MAX(K, l3 / 16 / rs[i].n + 77); /* b past a sixteenth of the L3 */
+    const int64_t sa[2] = {rs[i].m, ki}, sb[2] = {ki, rs[i].n}, sc[2] = {rs[i].m, rs[i].n};
     tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
     tl_tensor c = tl_tensor_make(dummy, TL_I32, 2, sc);
     b.stride[0] = rs[i].ldb;
@@ -763,36 +768,22 @@ static void test_ksplit(void) {
     tl_ctx *x = rs[i].one_thread ? one : ctx;
     const tl_status st = tl_mm_prepare(x, &a, &b, &c, &mo, &bd);
     CHECK(st == TL_OK && bd.split == rs[i].split, "[%s] int8 %lldx%lldx%lld, row stride %lld, %d thread(s): split %d, expected %d (%s)",
-          g_isa, (long long)rs[i].m, (long long)rs[i].n, (long long)K, (long long)rs[i].ldb, rs[i].one_thread ? 1 : 2,
+          g_isa, (long long)rs[i].m, (long long)rs[i].n, (long long)ki, (long long)rs[i].ldb, rs[i].one_thread ? 1 : 2,
           st == TL_OK ? bd.split : -1, rs[i].split, tl_ctx_error(x));
   }
-  /* the rule reads each thread's share of a row, not the N block: with 48 KiB of VMEM 1x8192
-   * int8 takes N blocks of 2048 (two per thread, 4 KiB of each row together): unsplit */
-  tl_ctx *mid;
-  tl_ctx_opts om = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 49152};
-  REQUIRE(tl_ctx_new(&om, &mid) == TL_OK, "%s", tl_last_error());
-  {
-    const int64_t sa[2] = {1, K}, sb[2] = {K, 8192}, sc[2] = {1, 8192};
-    tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
-    tl_tensor c = tl_tensor_make(dummy, TL_I32, 2, sc);
-    tl_mm_build bd;
-    const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
-    const tl_status st = tl_mm_prepare(mid, &a, &b, &c, &mo, &bd);
-    CHECK(st == TL_OK && bd.run.BN < 4096 && bd.split == 0, "[%s] int8 1x8192x%lld, 48 KiB of VMEM: BN %lld, split %d, expected 0",
-          g_isa, (long long)K, (long long)bd.run.BN, st == TL_OK ? bd.split : -1);
-  }
-  tl_ctx_free(mid);
-  /* f32 one row with such a b streams (and splits) from an eighth of the L3 too, two rows from half */
-  for (int64_t m = 1; m <= 2; m++) {
-    const int64_t sa[2] = {m, K}, sb[2] = {K, 1024}, sc[2] = {m, 1024};
+  /* f32, one or two rows: such a b streams (and splits) past a sixteenth of the L3, not below it */
+  for (int64_t m = 1; m <= 4; m++) {
+    const int64_t kk = m <= 2 ? l3 / 16 / 4096 + 7 : l3 / 16 / 4096 - 7, sa[2] = {m & 1 ? 1 : 2, kk}, sb[2] = {kk, 1024},
+                  sc[2] = {sa[0], 1024};
+    const int past = m <= 2;
     tl_tensor a = tl_tensor_make(dummy, TL_F32, 2, sa), b = tl_tensor_make(dummy, TL_F32, 2, sb);
     tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
     tl_mm_build bd;
     const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
     const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
-    CHECK(st == TL_OK && bd.run.stream == (m == 1) && bd.split == (m == 1 ? 2 : 0),
-          "[%s] f32 %lldx1024x%lld (b past an eighth of the L3): stream %d split %d", g_isa, (long long)m, (long long)K,
-          bd.run.stream, bd.split);
+    CHECK(st == TL_OK && bd.run.stream == past && bd.split == (past ? 2 : 0),
+          "[%s] f32 %lldx1024x%lld (b %s a sixteenth of the L3): stream %d split %d", g_isa, (long long)sa[0],
+          (long long)kk, past ? "past" : "within", bd.run.stream, bd.split);
   }
   tl_ctx_free(one);
   g_ctx = saved;

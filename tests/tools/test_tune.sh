@@ -34,13 +34,21 @@ for args in "attention 1x2x64" "attention 1x2x64x32:foo" "attention 1x2x64x32 --
   [ $rc -eq 2 ] && one_line_error; ok "usage error: tune $args (rc $rc)" $?
 done
 
-# one row of a against a streamed b with 4 KiB rows: tl_matmul splits K between the threads,
+# one row of a against a streamed b with contiguous rows: tl_matmul splits K between the threads,
 # which no candidate does: the shape is not tuned, says why, and the next one is
 run tune matmul 1x4096x16384 64x64x128 --dtype int8 --budget 1 --threads 2 --db "$tmp/ks.db"
 [ $rc -eq 0 ] && grep -q "^matmul int8 1x4096x16384: not tuned: tl_matmul splits K between the 2 threads" "$tmp/out" &&
   grep -q "^matmul int8 64x64x128 " "$tmp/out" && grep -q "^stored in" "$tmp/out"; ok "tune skips a K-split shape, saying so, and tunes the next (rc $rc)" $?
 run tune matmul 1x4096x16384 --dtype int8 --threads 2 --db "$tmp/ks2.db"
 [ $rc -eq 0 ] && grep -q "^nothing stored" "$tmp/out" && ! grep -q "^stored in" "$tmp/out"; ok "tune of a K-split shape alone: nothing stored (rc $rc)" $?
+# ... said before its tensors are made: b of 512 MiB (until 2026-11-26 allocated and filled first)
+if [ $have_python = 1 ]; then
+  rss=$(python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
+    "$TILEC" tune matmul 1x4096x131072 --dtype int8 --threads 2 --db "$tmp/ks3.db")
+  [ "${rss%% *}" = 0 ] && [ "${rss##* }" -lt 200 ]; ok "tune of a K-split shape with 512 MiB of b: exit 0, peak RSS under 200 MB ($rss: rc, MB)" $?
+fi
 
 # --- a short search stores one row per shape ---
 run tune matmul 64x48x40 40x32x24 --budget 1 --threads 1 --db "$db"

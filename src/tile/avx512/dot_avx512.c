@@ -261,16 +261,21 @@ static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64
 /* The streaming skinny kernel (1-2 rows of acc, b row-major read in place): b is walked row
  * after row, TL_A5_SR rows per sweep (a's broadcasts and the rows of b stay in registers) over
  * all n columns, c(i, j) (+)= sum a(i, k) b(k, j) kept in c itself between sweeps (L1/L2), so b
- * is read as TL_A5_SR long contiguous runs at a time, which the hardware prefetchers follow
- * across pages (the 64-128-column panels of tl_a5_skinny are short runs a row stride apart, each
- * in a new page: 16 GB/s of the 31.7 DRAM gives). mr is a compile-time constant at every call. */
-#define TL_A5_SR 8
+ * is read as TL_A5_SR long runs at a time (the 64-128-column panels of tl_a5_skinny are short
+ * runs a row stride apart, each in a new page: 16 GB/s of the 31.7 DRAM gave on Zen 4), and
+ * each sweep prefetches the next one's rows as one run (tl_sweep_pf; measured on a Zen 5 VM,
+ * 2 threads, with tl_matmul's K split, docs/matmul.md: 1x11008x4096 6.0 -> 4.2 ms, 1x4096x4096
+ * 1.9 -> 1.5; 4 rows per sweep within noise of 2 and 8 there, ahead of 8 warm). mr is a
+ * compile-time constant at every call. */
+#define TL_A5_SR 4
 static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n, int64_t kk, const float *a,
                                                                int64_t lda, const float *b, int64_t ldb, float *c,
                                                                int64_t ldc, int accum) {
   for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += TL_A5_SR) {
     const int kr = (int)(kk - k0 < TL_A5_SR ? kk - k0 : TL_A5_SR); /* 0 only for kk == 0 */
     const int load = accum || k0 > 0;
+    const int64_t kn = TL_MIN(TL_A5_SR, kk - k0 - TL_A5_SR); /* the next sweep's rows */
+    tl_sweep_pf pf = tl_sweep_pf_at(kn > 0 ? b + (k0 + TL_A5_SR) * ldb : b, kn, n * 4, ldb * 4);
     __m512 av[2][TL_A5_SR];
 #pragma GCC unroll 2
     for (int i = 0; i < 2; i++)
@@ -279,6 +284,7 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
     const float *br = b + k0 * ldb;
     for (int64_t j = 0; j < n; j += 16) {
       const __mmask16 mk = tl_a5_mask(n - j);
+      tl_sweep_pf_issue(&pf, kn * 64);
       __m512 bv[TL_A5_SR];
 #pragma GCC unroll 8
       for (int q = 0; q < TL_A5_SR; q++) bv[q] = q < kr ? _mm512_maskz_loadu_ps(mk, br + q * ldb + j) : _mm512_setzero_ps();

@@ -39,7 +39,8 @@
 #define TL_BF_KG 128
 /* Row-major b read in place by few rows of a: a block past this many bytes is walked
  * TL_BF_STREAM_K rows at a time over all its columns (a multiple of 4: whole quads and pairs;
- * 8 measured faster than 16 for one row: bf16 1x8192x8192 17 -> 24 GB/s, int8 14.5 -> 23). */
+ * 8 measured faster than 16 for one row: bf16 1x8192x8192 17 -> 24 GB/s, int8 14.5 -> 23; with
+ * the next sweep's prefetch, 4 no faster than 8 on a Zen 5 VM, int8 2x4096x4096 0.41 -> 0.58 ms). */
 #define TL_BF_STREAM_BYTES ((int64_t)1 << 20)
 #define TL_BF_STREAM_K 8
 
@@ -562,6 +563,35 @@ static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uin
   }
 }
 
+/* One sweep of the streaming walk for 1-2 rows of a (tl_bf_rm's / tl_q_rm's panels of 128
+ * columns) that prefetches the next sweep's rows as it goes: before each panel, as many bytes
+ * of the cursor's run as the panel reads of it (tl_sweep_pf). Separate from tl_bf_rm / tl_q_rm,
+ * whose code for more rows stays as it was (with the cursor there, bf16 16x4096x4096 ran 1.5
+ * -> 2.0 ms). */
+static void tl_bf_sweep(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const char *a, int64_t lda,
+                        const char *b, int64_t ldb, char *c, int64_t ldc, int accum, tl_sweep_pf *pf, int64_t pfrows) {
+  const int64_t w = 128, es = mode == TL_BF_BF16 ? 2 : 1;
+  for (int64_t j0 = 0; j0 < n; j0 += w) {
+    __mmask16 mk[8];
+    for (int v = 0; v < 8; v++) mk[v] = tl_bf_mask(TL_MAX(0, TL_MIN(16, n - j0 - 16 * v)));
+    tl_sweep_pf_issue(pf, pfrows * TL_MIN(w, n - j0) * es);
+    const char *bj = b + j0 * es;
+    char *cj = c + j0 * 4;
+    if (mode == TL_BF_BF16) {
+      if (m == 1) tl_bf_rm_kern(1, 4, kk, (const uint16_t *)a, lda, (const uint16_t *)bj, ldb, (float *)cj, ldc, mk, accum, NULL, 0);
+      else tl_bf_rm_kern(2, 4, kk, (const uint16_t *)a, lda, (const uint16_t *)bj, ldb, (float *)cj, ldc, mk, accum, NULL, 0);
+      continue;
+    }
+#define TL_Q_SWEEP(MODE) \
+  if (m == 1) tl_q_rm_kern(MODE, 1, 2, kk, (const uint8_t *)a, lda, (const uint8_t *)bj, ldb, (int32_t *)cj, ldc, mk, accum, NULL, 0); \
+  else tl_q_rm_kern(MODE, 2, 2, kk, (const uint8_t *)a, lda, (const uint8_t *)bj, ldb, (int32_t *)cj, ldc, mk, accum, NULL, 0);
+    if (mode == TL_BF_UB) { TL_Q_SWEEP(TL_BF_UB) }
+    else if (mode == TL_BF_BU) { TL_Q_SWEEP(TL_BF_BU) }
+    else { TL_Q_SWEEP(TL_BF_SS) }
+#undef TL_Q_SWEEP
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B, row-major with any strides, or tiled
  * with any vnni. */
 static inline const char *tl_bf_b_at(const tl_ref *b, int tb, int64_t k, int64_t j, int64_t es) {
@@ -623,16 +653,26 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
      * all n columns (acc carried in acc between the chunks, which start on whole pairs / quads, so
      * every sum is the same sequence of instructions), so b is read as a few long contiguous runs
      * at a time, as the f32 streaming kernel does */
-    const int64_t kstep = n * kk * es > TL_BF_STREAM_BYTES ? TL_BF_STREAM_K : kk;
+    const int stream = n * kk * es > TL_BF_STREAM_BYTES;
+    const int64_t kstep = stream ? TL_BF_STREAM_K : kk;
     for (int64_t k0 = 0; k0 < kk || k0 == 0; k0 += kstep) {
       const int64_t kc = kk - k0 < kstep ? kk - k0 : kstep;
       const int acc_k = accum || k0 > 0;
-      if (mode == TL_BF_BF16)
-        tl_bf_rm(m, n, kc, (const uint16_t *)a->data + k0, a->stride[0], (const uint16_t *)b->data + k0 * b->stride[0],
-                 b->stride[0], (float *)acc->data, acc->stride[0], acc_k);
+      /* 1-2 rows: each sweep prefetches the next one's rows as one run, spread over its panels
+       * (tl_sweep_pf; docs/matmul.md: on a Zen 5 VM, 2 threads, with tl_matmul's K split, int8
+       * 1x11008x4096 2.36 -> 1.07 ms, bf16 3.49 -> 2.24) */
+      const int64_t kn = stream && m <= 2 ? TL_MIN(kstep, kk - k0 - kstep) : 0;
+      tl_sweep_pf pf = tl_sweep_pf_at((const char *)b->data + (kn > 0 ? (k0 + kstep) * b->stride[0] * es : 0), kn,
+                                      n * es, b->stride[0] * es);
+      const char *bk = (const char *)b->data + k0 * b->stride[0] * es;
+      if (kn > 0)
+        tl_bf_sweep(mode, m, n, kc, pa + k0 * es, a->stride[0], bk, b->stride[0], pc, acc->stride[0], acc_k, &pf, kn);
+      else if (mode == TL_BF_BF16)
+        tl_bf_rm(m, n, kc, (const uint16_t *)a->data + k0, a->stride[0], (const uint16_t *)bk, b->stride[0],
+                 (float *)acc->data, acc->stride[0], acc_k);
       else
-        tl_q_rm(mode, m, n, kc, (const uint8_t *)a->data + k0, a->stride[0], (const uint8_t *)b->data + k0 * b->stride[0],
-                b->stride[0], (int32_t *)acc->data, acc->stride[0], acc_k);
+        tl_q_rm(mode, m, n, kc, (const uint8_t *)a->data + k0, a->stride[0], (const uint8_t *)bk, b->stride[0],
+                (int32_t *)acc->data, acc->stride[0], acc_k);
       if (kk == 0) break;
     }
     return 1;
