@@ -630,7 +630,7 @@ static void test_stream(void) {
   tl_ctx_info info;
   tl_ctx_info_get(g_ctx, &info);
   static const int64_t sh[][3] = {{1, 4099, 1100}, {2, 2100, 2100}, {4, 2100, 2100}};
-  for (size_t i = 0; i < (g_top ? TL_ARRAY_LEN_T(sh) : 1); i++) { /* below the top level: the first */
+  for (size_t i = 0; i < (g_top ? TL_ARRAY_LEN_T(sh) : 2); i++) { /* below the top level: 1-2 rows (the walks) */
     if (info.cpu.l3_bytes > 0 && sh[i][1] * sh[i][2] * 4 <= info.cpu.l3_bytes / 2) {
       fprintf(stderr, "    stream case %zu: b fits half this L3 (%lld MiB): not streamed here\n", i,
               (long long)(info.cpu.l3_bytes >> 20));

@@ -2,7 +2,8 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride); b row-major with unit column
- * stride (read in place), or TL_DOT_TRANS_B / tiled / strided (a panel of 16 columns x
+ * stride (read in place; for 1-2 rows of acc, a block past TL_A2_STREAM_BYTES walked a few rows at
+ * a time: tl_a2_stream), or TL_DOT_TRANS_B / tiled / strided (a panel of 16 columns x
  * TL_A2_KC rows is staged on the stack first). Anything else returns 0 (the scalar path takes it).
  *
  * Invariants:
@@ -123,6 +124,53 @@ static void tl_a2_panel(int64_t m, int64_t nr, int64_t kc, const float *a, int64
   }
 }
 
+/* A b block in place past this many bytes, against 1-2 rows of acc, comes from memory: it is
+ * walked in row order (tl_a2_stream), as the AVX-512 dot walks it (dot_avx512.c). */
+#define TL_A2_STREAM_BYTES ((int64_t)1 << 20)
+/* Rows of b per sweep of the walk. */
+#define TL_A2_SR 4
+
+/* The streaming walk (1-2 rows of acc, b row-major in place): TL_A2_SR rows of b per sweep over
+ * all n columns, c carried in c between sweeps (each acc(i, j) the same sum in increasing k as
+ * the panels give), the next sweep's rows prefetched as one run (tl_sweep_pf). The panels read
+ * each 16-column strip of every row of b in turn, a row stride apart: on a Zen 5 VM at the avx2
+ * level, 2 threads, f32 1x4096x4096 3.2 ms plain against 1.5 with b pre-packed. mr is a
+ * compile-time constant at every call. */
+static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n, int64_t kk, const float *a,
+                                                               int64_t lda, const float *b, int64_t ldb, float *c,
+                                                               int64_t ldc, int accum) {
+  for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += TL_A2_SR) {
+    const int kr = (int)(kk - k0 < TL_A2_SR ? kk - k0 : TL_A2_SR); /* 0 only for kk == 0 */
+    const int load = accum || k0 > 0;
+    const int64_t kn = TL_MIN(TL_A2_SR, kk - k0 - TL_A2_SR); /* the next sweep's rows */
+    tl_sweep_pf pf = tl_sweep_pf_at(kn > 0 ? b + (k0 + TL_A2_SR) * ldb : b, kn, n * 4, ldb * 4);
+    __m256 av[2][TL_A2_SR];
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+#pragma GCC unroll 4
+      for (int q = 0; q < TL_A2_SR; q++) av[i][q] = _mm256_set1_ps(i < mr && q < kr ? a[i * lda + k0 + q] : 0.0f);
+    const float *br = b + k0 * ldb;
+    for (int64_t j = 0; j < n; j += 8) {
+      const int full = n - j >= 8;
+      const __m256i mk = tl_a2_mask(n - j);
+      tl_sweep_pf_issue(&pf, kn * 32);
+      __m256 bv[TL_A2_SR];
+#pragma GCC unroll 4
+      for (int q = 0; q < TL_A2_SR; q++) bv[q] = q < kr ? tl_a2_load(full, br + q * ldb + j, mk) : _mm256_setzero_ps();
+#pragma GCC unroll 2
+      for (int i = 0; i < 2; i++) {
+        if (i >= mr) break;
+        __m256 acc = load ? tl_a2_load(full, c + i * ldc + j, mk) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int q = 0; q < TL_A2_SR; q++)
+          if (q < kr) acc = _mm256_fmadd_ps(av[i][q], bv[q], acc);
+        tl_a2_store(full, c + i * ldc + j, mk, acc);
+      }
+    }
+    if (kr == 0) break;
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (any vnni is honoured). */
 static inline const float *tl_a2_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -159,6 +207,11 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   const int64_t lda = a->stride[0], ldc = acc->stride[0];
   if (!tb && !b->layout.tiled && b->stride[1] == 1) { /* b in place */
     const float *pb = (const float *)b->data;
+    if (m <= 2 && n * kk * 4 > TL_A2_STREAM_BYTES) { /* from memory: the streaming walk */
+      if (m == 1) tl_a2_stream(1, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      else tl_a2_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      return 1;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
       const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
       tl_a2_panel(m, nr, kk, pa, lda, pb + j0, b->stride[0], pc + j0, ldc, accum);
