@@ -1,4 +1,5 @@
-/* dot_avx2.c — tl_tile_dot for f32 on AVX2 + FMA: acc (+)= a @ b with a 6x16 FMA microkernel.
+/* dot_avx2.c — tl_tile_dot for f32 on AVX2 + FMA: acc (+)= a @ b with a 6x16 FMA microkernel;
+ * bf16 x bf16 -> f32 through the same kernel on f32 copies (tl_a2_dot_bf16, below).
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride); b row-major with unit column
@@ -195,8 +196,123 @@ static void tl_a2_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64
     for (int64_t j = 0; j < nr; j++) buf[k * TL_A2_NR + j] = *tl_a2_b_at(b, tb, k0 + k, j0 + j);
 }
 
-/* tl_tile_dot's AVX2 f32 path (see the opening comment). Returns 1 when it did the work. */
+/* ---- bf16 x bf16 -> f32 without a bf16 unit: converted to f32 on the stack, the f32 kernel ----
+ *
+ * For levels without VDPBF16PS (avx2, and avx512 without AVX512-BF16, which falls through to
+ * here): per chunk of TL_A2_BF_MC rows of a and TL_A2_KC of k, a is converted into an f32 chunk
+ * (32 KiB of stack) and each 16-column panel of b into an f32 panel (8 KiB), then the 6x16
+ * microkernel runs on them. bf16 -> f32 is exact (the 16 bits shifted up) and so is each product;
+ * each acc(i, j) is one f32 sum in increasing k with fused multiply-adds (VDPBF16PS adds each
+ * pair k + 1 then k, so the two levels round differently); denormal bf16 inputs read as zero,
+ * as on every level. */
+#define TL_A2_BF_MC 64
+
+/* A bf16 as f32, denormals read as zero of the same sign (the contract of every level:
+ * VDPBF16PS and AMX do so). */
+static inline float tl_a2_bf1(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* 8 bf16 already in the high halves of v's dwords as f32, denormals read as zero. */
+static inline __m256i tl_a2_bf_daz(__m256i v) {
+  const __m256i den = _mm256_cmpeq_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0x7F800000)), _mm256_setzero_si256());
+  return _mm256_andnot_si256(_mm256_and_si256(den, _mm256_set1_epi32(0x7FFFFFFF)), v);
+}
+
+/* bf16 b(k, j) of any accepted b (see tl_a2_b_at), as f32. */
+static inline float tl_a2_bf_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
+  const uint16_t *base = (const uint16_t *)b->data;
+  const uint16_t *e;
+  if (tb) e = base + j * b->stride[0] + k * b->stride[1];
+  else if (!b->layout.tiled) e = base + k * b->stride[0] + j * b->stride[1];
+  else {
+    const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
+    e = base + ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
+  }
+  return tl_a2_bf1(*e);
+}
+
+/* 8 bf16 at p (unaligned) as 8 f32, denormals read as zero. */
+static inline __m256 tl_a2_bf8(const uint16_t *p) {
+  return _mm256_castsi256_ps(tl_a2_bf_daz(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16)));
+}
+
+/* Stages bf16 b(k0..k0+kc, j0..j0+nr) as kc rows of TL_A2_NR f32 (columns beyond nr untouched).
+ * Vector paths: row-major with unit column stride (whole 16-column rows), and tiled with vnni 2
+ * and 16-column tiles (tl_matmul's bf16 staging and packing layout: each 64-byte tile row holds
+ * the pairs (k, k + 1) of 16 columns); anything else element by element. */
+static void tl_a2_bf_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr) {
+  const tl_layout l = b->layout;
+  if (!tb && !l.tiled && b->stride[1] == 1 && nr == TL_A2_NR) {
+    const uint16_t *src = (const uint16_t *)b->data + k0 * b->stride[0] + j0;
+    for (int64_t k = 0; k < kc; k++, src += b->stride[0]) {
+      _mm256_store_ps(buf + k * TL_A2_NR, tl_a2_bf8(src));
+      _mm256_store_ps(buf + k * TL_A2_NR + 8, tl_a2_bf8(src + 8));
+    }
+    return;
+  }
+  if (!tb && l.tiled && l.vnni == 2 && l.tile_c == TL_A2_NR && l.tile_r % 2 == 0 && k0 % 2 == 0 && j0 % TL_A2_NR == 0) {
+    const int64_t tr = l.tile_r, tcols = TL_CDIV(b->shape[1], TL_A2_NR);
+    const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+    int64_t k = 0;
+    for (; k + 2 <= kc; k += 2) { /* one tile row: 16 pairs */
+      const int64_t kg = k0 + k;
+      const uint16_t *row = (const uint16_t *)b->data + ((kg / tr) * tcols + j0 / TL_A2_NR) * tr * TL_A2_NR + (kg % tr) * TL_A2_NR;
+      for (int h = 0; h < 2; h++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(row + 16 * h));
+        _mm256_store_ps(buf + k * TL_A2_NR + 8 * h, _mm256_castsi256_ps(tl_a2_bf_daz(_mm256_slli_epi32(x, 16))));
+        _mm256_store_ps(buf + (k + 1) * TL_A2_NR + 8 * h, _mm256_castsi256_ps(tl_a2_bf_daz(_mm256_and_si256(x, hi))));
+      }
+    }
+    for (; k < kc; k++)
+      for (int64_t j = 0; j < nr; j++) buf[k * TL_A2_NR + j] = tl_a2_bf_at(b, tb, k0 + k, j0 + j);
+    return;
+  }
+  for (int64_t k = 0; k < kc; k++)
+    for (int64_t j = 0; j < nr; j++) buf[k * TL_A2_NR + j] = tl_a2_bf_at(b, tb, k0 + k, j0 + j);
+}
+
+/* acc (+)= a @ b for bf16 a (row-major, unit column stride) and b (any accepted layout). */
+static void tl_a2_dot_bf16(tl_ref *acc, const tl_ref *a, const tl_ref *b, int tb, int accum) {
+  const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1], lda = a->stride[0], ldc = acc->stride[0];
+  float *pc = (float *)acc->data;
+  _Alignas(64) float af[TL_A2_BF_MC * TL_A2_KC];
+  _Alignas(64) float bf[TL_A2_KC * TL_A2_NR];
+  for (int64_t i0 = 0; i0 < m; i0 += TL_A2_BF_MC) {
+    const int64_t mc = m - i0 < TL_A2_BF_MC ? m - i0 : TL_A2_BF_MC;
+    if (kk == 0)
+      for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR)
+        tl_a2_panel(mc, TL_MIN(TL_A2_NR, n - j0), 0, af, TL_A2_KC, bf, TL_A2_NR, pc + i0 * ldc + j0, ldc, accum);
+    for (int64_t k0 = 0; k0 < kk; k0 += TL_A2_KC) {
+      const int64_t kc = kk - k0 < TL_A2_KC ? kk - k0 : TL_A2_KC;
+      for (int64_t i = 0; i < mc; i++) { /* a's chunk as f32 rows of TL_A2_KC */
+        const uint16_t *src = (const uint16_t *)a->data + (i0 + i) * lda + k0;
+        float *dst = af + i * TL_A2_KC;
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8) _mm256_store_ps(dst + k, tl_a2_bf8(src + k));
+        for (; k < kc; k++) dst[k] = tl_a2_bf1(src[k]);
+      }
+      for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
+        const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
+        tl_a2_bf_stage_b(bf, b, tb, k0, kc, j0, nr);
+        tl_a2_panel(mc, nr, kc, af, TL_A2_KC, bf, TL_A2_NR, pc + i0 * ldc + j0, ldc, accum || k0 > 0);
+      }
+    }
+  }
+}
+
+/* tl_tile_dot's AVX2 path (see the opening comment). Returns 1 when it did the work. */
 int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  if (acc->dtype == TL_F32 && a->dtype == TL_BF16 && b->dtype == TL_BF16 && !a->layout.tiled && a->stride[1] == 1 &&
+      acc->stride[1] == 1) {
+    if (acc->shape[0] > 0 && acc->shape[1] > 0)
+      tl_a2_dot_bf16(acc, a, b, (flags & TL_DOT_TRANS_B) != 0, (flags & TL_DOT_ACCUMULATE) != 0);
+    return 1;
+  }
   if (acc->dtype != TL_F32 || a->dtype != TL_F32 || b->dtype != TL_F32) return 0;
   if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
   const int tb = (flags & TL_DOT_TRANS_B) != 0, accum = (flags & TL_DOT_ACCUMULATE) != 0;
