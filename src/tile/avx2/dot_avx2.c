@@ -1,5 +1,6 @@
 /* dot_avx2.c — tl_tile_dot for f32 on AVX2 + FMA: acc (+)= a @ b with a 6x16 FMA microkernel;
- * bf16 x bf16 -> f32 through the same kernel on f32 copies (tl_a2_dot_bf16, below).
+ * bf16 x bf16 -> f32 through the same kernel on f32 copies (tl_a2_dot_bf16, below); 8-bit
+ * integers in dot_avx2_i8.c.
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride); b row-major with unit column
@@ -305,8 +306,13 @@ static void tl_a2_dot_bf16(tl_ref *acc, const tl_ref *a, const tl_ref *b, int tb
   }
 }
 
+/* 8-bit integers (dot_avx2_i8.c). */
+int tl_avx2_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
+
 /* tl_tile_dot's AVX2 path (see the opening comment). Returns 1 when it did the work. */
 int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  if (acc->dtype == TL_I32 && (a->dtype == TL_I8 || a->dtype == TL_U8) && (b->dtype == TL_I8 || b->dtype == TL_U8))
+    return tl_avx2_dot_i8(acc, a, b, flags);
   if (acc->dtype == TL_F32 && a->dtype == TL_BF16 && b->dtype == TL_BF16 && !a->layout.tiled && a->stride[1] == 1 &&
       acc->stride[1] == 1) {
     if (acc->shape[0] > 0 && acc->shape[1] > 0)
