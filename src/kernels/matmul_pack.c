@@ -225,6 +225,12 @@ tl_status tl_matmul_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, tl
 #define TL_MM_AUTOPACK_ROWS 256
 /* ... and from this many elements of b (256 KiB of f32). */
 #define TL_MM_AUTOPACK_ELEMS ((int64_t)1 << 16)
+/* ... int8 from this many (512 KiB): below it the staging per M block costs less than a packing
+ * run of its own per call (on the Zen 5 VM, `tilec bench gemm --dtype int8 --threads 2 --peers
+ * none`, an environment toggle in one build, 5 rounds, medians: 256^3 26 -> 22 us, 384^3 76 ->
+ * 72, 512^3 164 -> 159; 640^3 / 768^3 / 1024^3, 2048x256x256, 4096x512x256 within 1%; bf16 lost
+ * without the packing, 256^3 49 -> 52 us, 1000^3 2.29 -> 3.33 ms with none below 2^30) */
+#define TL_MM_AUTOPACK_ELEMS_I8_MANY ((int64_t)1 << 19)
 /* bf16 / int8 b is staged into the VNNI layout once per M block (at most TL_MM_BM_MAX rows): from
  * two M blocks on, a large b is packed once instead (`tilec bench gemm --sizes S --threads 2
  * --dtype D --peers none`, builds alternating, 4 rounds, medians: bf16
@@ -244,7 +250,8 @@ int tl_mm_autopack_applies(const tl_tensor *a, const tl_tensor *b) {
   if (K < 16 || N < 32) return 0;
   const int64_t rows = tl_tensor_numel(a) / K;
   /* a small b stays in cache anyway, and packing it is a kernel run of its own per call */
-  if (K * N >= TL_MM_AUTOPACK_ELEMS && rows >= TL_MM_AUTOPACK_ROWS) return 1;
+  const int64_t many = b->dtype == TL_I8 || b->dtype == TL_U8 ? TL_MM_AUTOPACK_ELEMS_I8_MANY : TL_MM_AUTOPACK_ELEMS;
+  if (K * N >= many && rows >= TL_MM_AUTOPACK_ROWS) return 1;
   const int64_t vnni_elems = b->dtype == TL_BF16 ? TL_MM_AUTOPACK_ELEMS_BF16 : TL_MM_AUTOPACK_ELEMS_I8;
   return b->dtype != TL_F32 && K * N >= vnni_elems && rows >= TL_MM_AUTOPACK_ROWS_VNNI;
 }

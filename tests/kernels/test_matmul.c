@@ -427,7 +427,8 @@ static void test_packed_per_call_vnni(void) {
 }
 
 /* When tl_matmul packs b per call: f32 from 256 rows of a; bf16 / int8 from 129 (more than one M
- * block) when b is large (2^20 / 2^23 elements), from 256 otherwise; rows counted over a's batch;
+ * block) when b is large (2^20 / 2^23 elements), from 256 otherwise (int8 from 2^19 elements);
+ * rows counted over a's batch;
  * and a 129-255-row bf16 product that packs equals the explicitly packed one bit for bit. */
 static void test_autopack_rule(void) {
   static const struct {
@@ -440,7 +441,8 @@ static void test_autopack_rule(void) {
       {TL_BF16, TL_BF16, 1, 200, 512, 512, 0},   {TL_BF16, TL_BF16, 1, 256, 512, 512, 1},
       {TL_BF16, TL_BF16, 2, 80, 1024, 1024, 1},  {TL_U8, TL_I8, 1, 129, 2048, 4096, 1},
       {TL_U8, TL_I8, 1, 129, 2048, 2048, 0},     {TL_I8, TL_I8, 1, 256, 2048, 2048, 1},
-      {TL_U8, TL_I8, 1, 128, 4096, 4096, 0},
+      {TL_U8, TL_I8, 1, 128, 4096, 4096, 0},     {TL_U8, TL_I8, 1, 256, 512, 512, 0},
+      {TL_U8, TL_I8, 1, 256, 512, 1024, 1},      {TL_F32, TL_F32, 1, 256, 256, 256, 1},
   };
   for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
     const int64_t sa[3] = {cs[i].batch, cs[i].m, cs[i].k}, sb[2] = {cs[i].k, cs[i].n};

@@ -14,7 +14,8 @@
  *   shorter row count at the M edge).
  * - Each acc(i, j) is one f32 sum in increasing k, started from acc(i, j) or 0, with fused
  *   multiply-adds.
- * - No allocation, no locks; the stack holds at most one 8 KiB panel.
+ * - No allocation, no locks; the stack holds at most one 8 KiB panel (f32), or 40 KiB of f32
+ *   copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of b).
  */
 #include <immintrin.h>
 #include <string.h>
