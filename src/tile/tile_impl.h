@@ -94,6 +94,16 @@ static inline __attribute__((always_inline)) void tl_tile_prefetch_c(const void 
 }
 
 
+/* Element offset of b(k, j) for any b tl_tile_dot accepts: TL_DOT_TRANS_B (tb: [N, K] with its
+ * strides), row-major [K, N] with any strides, or tiled (any vnni honoured). For the dots'
+ * element-by-element staging. */
+static inline int64_t tl_tile_b_offset(const tl_ref *b, int tb, int64_t k, int64_t j) {
+  if (tb) return j * b->stride[0] + k * b->stride[1];
+  if (!b->layout.tiled) return k * b->stride[0] + j * b->stride[1];
+  const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
+  return ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
+}
+
 /* For the streaming walks of 1-2 rows of a (b row-major in place, read from memory a few rows
  * per sweep over all columns): a cursor over the next sweep's rows of b, seen as one run of
  * rows x rowb bytes (rows row stride ld bytes apart; one contiguous run when ld == rowb, as when

@@ -177,11 +177,7 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (any vnni is honoured). */
 static inline const float *tl_a2_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
-  const float *base = (const float *)b->data;
-  if (tb) return base + j * b->stride[0] + k * b->stride[1];
-  if (!b->layout.tiled) return base + k * b->stride[0] + j * b->stride[1];
-  const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
-  return base + ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
+  return (const float *)b->data + tl_tile_b_offset(b, tb, k, j);
 }
 
 /* Stages b(k0..k0+kc, j0..j0+nr) as kc rows of TL_A2_NR floats (columns beyond nr untouched). */
@@ -227,15 +223,7 @@ static inline __m256i tl_a2_bf_daz(__m256i v) {
 
 /* bf16 b(k, j) of any accepted b (see tl_a2_b_at), as f32. */
 static inline float tl_a2_bf_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
-  const uint16_t *base = (const uint16_t *)b->data;
-  const uint16_t *e;
-  if (tb) e = base + j * b->stride[0] + k * b->stride[1];
-  else if (!b->layout.tiled) e = base + k * b->stride[0] + j * b->stride[1];
-  else {
-    const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
-    e = base + ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
-  }
-  return tl_a2_bf1(*e);
+  return tl_a2_bf1(((const uint16_t *)b->data)[tl_tile_b_offset(b, tb, k, j)]);
 }
 
 /* 8 bf16 at p (unaligned) as 8 f32, denormals read as zero. */

@@ -32,15 +32,8 @@
 
 /* Element (k, j) of b (any accepted layout), widened (u8: zero, i8: sign). */
 static inline int32_t tl_a2q_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
-  const uint8_t *base = (const uint8_t *)b->data;
-  const uint8_t *e;
-  if (tb) e = base + j * b->stride[0] + k * b->stride[1];
-  else if (!b->layout.tiled) e = base + k * b->stride[0] + j * b->stride[1];
-  else {
-    const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
-    e = base + ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
-  }
-  return b->dtype == TL_I8 ? (int32_t)(int8_t)*e : (int32_t)*e;
+  const uint8_t e = ((const uint8_t *)b->data)[tl_tile_b_offset(b, tb, k, j)];
+  return b->dtype == TL_I8 ? (int32_t)(int8_t)e : (int32_t)e;
 }
 
 /* 16 bytes widened to 16 x 16 bits (signed or not). */

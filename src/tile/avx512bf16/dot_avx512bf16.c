@@ -595,11 +595,7 @@ static void tl_bf_sweep(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B, row-major with any strides, or tiled
  * with any vnni. */
 static inline const char *tl_bf_b_at(const tl_ref *b, int tb, int64_t k, int64_t j, int64_t es) {
-  const char *base = (const char *)b->data;
-  if (tb) return base + (j * b->stride[0] + k * b->stride[1]) * es;
-  if (!b->layout.tiled) return base + (k * b->stride[0] + j * b->stride[1]) * es;
-  const int64_t tr = b->layout.tile_r, tc = b->layout.tile_c, tcols = TL_CDIV(b->shape[1], tc);
-  return base + (((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc)) * es;
+  return (const char *)b->data + tl_tile_b_offset(b, tb, k, j) * es;
 }
 
 /* Stages b(k0..k0+kc, j0..j0+nr) into buf as groups of ge k (vnni ge) for TL_BF_NR columns:
