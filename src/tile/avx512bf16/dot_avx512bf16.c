@@ -566,8 +566,10 @@ static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uin
 /* One sweep of the streaming walk for 1-2 rows of a (tl_bf_rm's / tl_q_rm's panels of 128
  * columns) that prefetches the next sweep's rows as it goes: before each panel, as many bytes
  * of the cursor's run as the panel reads of it (tl_sweep_pf). Separate from tl_bf_rm / tl_q_rm,
- * whose code for more rows stays as it was (with the cursor there, bf16 16x4096x4096 ran 1.5
- * -> 2.0 ms). */
+ * whose code for more rows stays as it was (a first version with the cursor inside them seemed
+ * to slow bf16 16x4096x4096 from 1.5 to 2.0 ms; later runs put both builds at 1.4-2.1 ms, so that
+ * was this machine's noise, but the split keeps the many-row code unchanged). The same panels
+ * and kernels as tl_bf_rm / tl_q_rm for 1-2 rows: the same sums. */
 static void tl_bf_sweep(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const char *a, int64_t lda,
                         const char *b, int64_t ldb, char *c, int64_t ldc, int accum, tl_sweep_pf *pf, int64_t pfrows) {
   const int64_t w = 128, es = mode == TL_BF_BF16 ? 2 : 1;
