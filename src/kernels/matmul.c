@@ -413,8 +413,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * sixteenth of the L3, 1 or 2 rows, any dtype: f32 2x1024x3072 0.369 -> 0.258 / 0.181 ->
      * 0.092 ms against l3 / 2, 1x1024x1024 (4 MiB) 0.129 -> 0.094 / 0.055 -> 0.038 against l3 /
      * 8, bf16 1x2048x1024 0.161 -> 0.094 / 0.069 -> 0.061, int8 1x2048x2048 0.173 -> 0.090 /
-     * 0.048 -> 0.060 (warm slower: so int8 and bf16 two rows, 2x2048x2048 0.051 -> 0.067 and
-     * 2x2048x1024 0.064 -> 0.083; cold is the case the size suggests); from l3 / 32 slower both
+     * 0.048 -> 0.060 (warm slower there, as were two rows of int8 2x2048x2048, 0.051 -> 0.067,
+     * and bf16 2x2048x1024, 0.064 -> 0.083; cold is the case the size suggests); from l3 / 32 slower both
      * ways (f32 1x512x1024: 0.052 -> 0.061 / 0.010 -> 0.018) */
     const int split_shape = tl_mm_split_shape(&info, bd, b);
     const int eighth = da == TL_BF16 || (da != TL_F32 && bd->M == 1);
