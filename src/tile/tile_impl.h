@@ -94,6 +94,13 @@ static inline __attribute__((always_inline)) void tl_tile_prefetch_c(const void 
 }
 
 
+/* A bf16 dot operand as f32: denormals (zero exponent) read as zero of the same sign, the rule of
+ * every level (AVX512-BF16 and AMX do so in hardware). */
+static inline float tl_tile_bf16_daz(uint16_t h) {
+  if (!(h & 0x7F80u)) h &= 0x8000u;
+  return tl_bf16_to_f32(h);
+}
+
 /* Element offset of b(k, j) for any b tl_tile_dot accepts: TL_DOT_TRANS_B (tb: [N, K] with its
  * strides), row-major [K, N] with any strides, or tiled (any vnni honoured). For the dots'
  * element-by-element staging. */

@@ -18,9 +18,8 @@
  *   copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of b).
  */
 #include <immintrin.h>
-#include <string.h>
 
-#include "../tile_impl.h"
+#include "avx2_impl.h"
 
 /* Blocking: TL_A2_MR rows x TL_A2_NR columns of acc in 12 ymm registers over k; staged b panels
  * hold TL_A2_KC rows of TL_A2_NR columns. */
@@ -28,12 +27,6 @@
 #define TL_A2_NR 16
 #define TL_A2_KC 128
 
-/* Lane mask (all ones in lanes 0..n-1) for vmaskmovps, n clamped to 0..8. */
-static inline __m256i tl_a2_mask(int64_t n) {
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const int nn = n < 0 ? 0 : n > 8 ? 8 : (int)n;
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(nn), iota);
-}
 
 /* Loads 8 floats: all of them when full (plain vmovups; vmaskmovps is much slower on some
  * cores), else the lanes of m. */
@@ -205,16 +198,6 @@ static void tl_a2_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64
  * as on every level. */
 #define TL_A2_BF_MC 64
 
-/* A bf16 as f32, denormals read as zero of the same sign (the contract of every level:
- * VDPBF16PS and AMX do so). */
-static inline float tl_a2_bf1(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 /* 8 bf16 already in the high halves of v's dwords as f32, denormals read as zero. */
 static inline __m256i tl_a2_bf_daz(__m256i v) {
   const __m256i den = _mm256_cmpeq_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0x7F800000)), _mm256_setzero_si256());
@@ -223,7 +206,7 @@ static inline __m256i tl_a2_bf_daz(__m256i v) {
 
 /* bf16 b(k, j) of any accepted b (see tl_a2_b_at), as f32. */
 static inline float tl_a2_bf_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
-  return tl_a2_bf1(((const uint16_t *)b->data)[tl_tile_b_offset(b, tb, k, j)]);
+  return tl_tile_bf16_daz(((const uint16_t *)b->data)[tl_tile_b_offset(b, tb, k, j)]);
 }
 
 /* 8 bf16 at p (unaligned) as 8 f32, denormals read as zero. */
@@ -237,32 +220,25 @@ static inline __m256 tl_a2_bf8(const uint16_t *p) {
  * the pairs (k, k + 1) of 16 columns); anything else element by element. */
 static void tl_a2_bf_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr) {
   const tl_layout l = b->layout;
+  int64_t k = 0; /* rows staged by a vector path; the rest element by element */
   if (!tb && !l.tiled && b->stride[1] == 1 && nr == TL_A2_NR) {
     const uint16_t *src = (const uint16_t *)b->data + k0 * b->stride[0] + j0;
-    for (int64_t k = 0; k < kc; k++, src += b->stride[0]) {
+    for (; k < kc; k++, src += b->stride[0]) {
       _mm256_store_ps(buf + k * TL_A2_NR, tl_a2_bf8(src));
       _mm256_store_ps(buf + k * TL_A2_NR + 8, tl_a2_bf8(src + 8));
     }
-    return;
-  }
-  if (!tb && l.tiled && l.vnni == 2 && l.tile_c == TL_A2_NR && l.tile_r % 2 == 0 && k0 % 2 == 0 && j0 % TL_A2_NR == 0) {
-    const int64_t tr = l.tile_r, tcols = TL_CDIV(b->shape[1], TL_A2_NR);
+  } else if (!tb && l.tiled && l.vnni == 2 && l.tile_c == TL_A2_NR && l.tile_r % 2 == 0 && k0 % 2 == 0 && j0 % TL_A2_NR == 0) {
     const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
-    int64_t k = 0;
-    for (; k + 2 <= kc; k += 2) { /* one tile row: 16 pairs */
-      const int64_t kg = k0 + k;
-      const uint16_t *row = (const uint16_t *)b->data + ((kg / tr) * tcols + j0 / TL_A2_NR) * tr * TL_A2_NR + (kg % tr) * TL_A2_NR;
+    for (; k + 2 <= kc; k += 2) { /* one tile row: the 16 pairs (k, k + 1) from b(k, j0) on */
+      const uint16_t *row = (const uint16_t *)b->data + tl_tile_b_offset(b, 0, k0 + k, j0);
       for (int h = 0; h < 2; h++) {
         const __m256i x = _mm256_loadu_si256((const __m256i *)(row + 16 * h));
         _mm256_store_ps(buf + k * TL_A2_NR + 8 * h, _mm256_castsi256_ps(tl_a2_bf_daz(_mm256_slli_epi32(x, 16))));
         _mm256_store_ps(buf + (k + 1) * TL_A2_NR + 8 * h, _mm256_castsi256_ps(tl_a2_bf_daz(_mm256_and_si256(x, hi))));
       }
     }
-    for (; k < kc; k++)
-      for (int64_t j = 0; j < nr; j++) buf[k * TL_A2_NR + j] = tl_a2_bf_at(b, tb, k0 + k, j0 + j);
-    return;
   }
-  for (int64_t k = 0; k < kc; k++)
+  for (; k < kc; k++)
     for (int64_t j = 0; j < nr; j++) buf[k * TL_A2_NR + j] = tl_a2_bf_at(b, tb, k0 + k, j0 + j);
 }
 
@@ -284,7 +260,7 @@ static void tl_a2_dot_bf16(tl_ref *acc, const tl_ref *a, const tl_ref *b, int tb
         float *dst = af + i * TL_A2_KC;
         int64_t k = 0;
         for (; k + 8 <= kc; k += 8) _mm256_store_ps(dst + k, tl_a2_bf8(src + k));
-        for (; k < kc; k++) dst[k] = tl_a2_bf1(src[k]);
+        for (; k < kc; k++) dst[k] = tl_tile_bf16_daz(src[k]);
       }
       for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
         const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
@@ -294,9 +270,6 @@ static void tl_a2_dot_bf16(tl_ref *acc, const tl_ref *a, const tl_ref *b, int tb
     }
   }
 }
-
-/* 8-bit integers (dot_avx2_i8.c). */
-int tl_avx2_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
 
 /* tl_tile_dot's AVX2 path (see the opening comment). Returns 1 when it did the work. */
 int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {

@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "../tile_impl.h"
+#include "avx2_impl.h"
 
 #define TL_A2Q_MR 6
 #define TL_A2Q_NR 16
@@ -49,11 +49,9 @@ static void tl_a2q_stage_b(int32_t *buf, const tl_ref *b, int tb, int64_t k0, in
   if (!tb && l.tiled && l.vnni == 4 && l.tile_c == TL_A2Q_NR && l.tile_r % 4 == 0 && k0 % 4 == 0 && nr == TL_A2Q_NR) {
     /* one tile row holds the quads (k..k+3) of 16 columns: widened, each column's two pairs are
      * adjacent words; even words (k, k+1) and odd ones (k+2, k+3) are gathered into two rows */
-    const int64_t tr = l.tile_r, tcols = TL_CDIV(b->shape[1], TL_A2Q_NR);
     const __m256i gather = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
     for (; 2 * p + 4 <= kc; p += 2) {
-      const int64_t kg = k0 + 2 * p;
-      const uint8_t *row = (const uint8_t *)b->data + ((kg / tr) * tcols + j0 / TL_A2Q_NR) * tr * TL_A2Q_NR + (kg % tr) * TL_A2Q_NR;
+      const uint8_t *row = (const uint8_t *)b->data + tl_tile_b_offset(b, 0, k0 + 2 * p, j0); /* quads from b(k, j0) */
       for (int h = 0; h < 2; h++) { /* columns 8h .. 8h + 7 */
         const __m256i x = _mm256_permutevar8x32_epi32(tl_a2q_widen(_mm_loadu_si128((const __m128i *)(row + 32 * h)), sgn), gather);
         const __m256i y = _mm256_permutevar8x32_epi32(tl_a2q_widen(_mm_loadu_si128((const __m128i *)(row + 32 * h + 16)), sgn), gather);
@@ -113,12 +111,6 @@ static inline __attribute__((always_inline)) void tl_a2q_kern(int mr, int64_t np
   }
 }
 
-/* Lane mask (all ones in lanes 0..n-1), n clamped to 0..8. */
-static inline __m256i tl_a2q_mask(int64_t n) {
-  const int nn = n < 0 ? 0 : n > 8 ? 8 : (int)n;
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(nn), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* See the opening comment. Returns 1 when it did the work. */
 int tl_avx2_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
@@ -148,7 +140,7 @@ int tl_avx2_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags
       for (int64_t j0 = 0; j0 < n; j0 += TL_A2Q_NR) {
         const int64_t nr = n - j0 < TL_A2Q_NR ? n - j0 : TL_A2Q_NR;
         if (np > 0) tl_a2q_stage_b(bp, b, tb, k0, kc, j0, nr);
-        const __m256i m0 = tl_a2q_mask(nr), m1 = tl_a2q_mask(nr - 8);
+        const __m256i m0 = tl_a2_mask(nr), m1 = tl_a2_mask(nr - 8);
         const int acc_k = accum || k0 > 0;
         for (int64_t r0 = 0; r0 < mc; r0 += TL_A2Q_MR) {
           const int64_t mr = mc - r0 < TL_A2Q_MR ? mc - r0 : TL_A2Q_MR;

@@ -72,10 +72,7 @@ static inline float tl_sc_dot_f32(const char *p, tl_dtype dt) {
   float f;
   switch (dt) {
   case TL_F16: memcpy(&h, p, 2); return tl_f16_to_f32(h);
-  case TL_BF16:
-    memcpy(&h, p, 2);
-    if (!(h & 0x7f80u)) h &= 0x8000u;
-    return tl_bf16_to_f32(h);
+  case TL_BF16: memcpy(&h, p, 2); return tl_tile_bf16_daz(h);
   default: memcpy(&f, p, 4); return f;
   }
 }
