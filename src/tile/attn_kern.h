@@ -63,7 +63,7 @@ TL_RK_AI tl_vf32 tl_ak_mask16(const void *mask, tl_dtype mdt, int64_t c, int64_t
     memcpy(h, (const uint16_t *)mask + c, (size_t)(n < TL_AK_W ? n : TL_AK_W) * 2);
     tl_vu16 hv;
     memcpy(&hv, h, sizeof hv);
-    return tl_vf32_from_bf16(hv);
+    return TL_RK_FROM_BF16(hv);
   }
   return n < TL_AK_W ? tl_ak_load_tail((const float *)mask + c, n, 0.0f) : tl_ak_load((const float *)mask + c);
 }
@@ -180,7 +180,7 @@ TL_RK_AI tl_vf32 tl_ak_row16(const void *row, tl_dtype dt, int64_t c, int64_t w)
     } else {
       memcpy(&h, (const uint16_t *)row + c, sizeof h);
     }
-    return tl_vf32_from_bf16(h);
+    return TL_RK_FROM_BF16(h);
   }
   return w < TL_AK_W ? tl_ak_load_tail((const float *)row + c, w, 0.0f) : tl_ak_load((const float *)row + c);
 }

@@ -6,6 +6,8 @@
  * An including file may define, before the include, non-temporal stores for its ISA:
  *   TL_RK_NT_F32(p, v)   16 floats (tl_vf32 v) at a 64-byte aligned p
  *   TL_RK_NT_BF16(p, h)  16 bf16 (tl_vu16 h) at a 32-byte aligned p
+ *   TL_RK_NT_BF16X2(p, v0, v1)  32 bf16 converted from two tl_vf32 at a 64-byte aligned p, one
+ *                        whole line (optional: two TL_RK_NT_BF16 stores otherwise)
  *   TL_RK_NT_FENCE()     orders them before later stores (sfence)
  * Without them nt is ignored (ordinary stores). The ISA hooks (max/min, the bf16 conversion,
  * exp's scaling) and tl_rk_exp are src/tile/vec_hooks.h's.
@@ -31,6 +33,14 @@
 #define TL_RK_NT_BF16(p, h) memcpy((p), &(h), 32)
 #define TL_RK_NT_FENCE() ((void)0)
 #endif
+#ifndef TL_RK_NT_BF16X2
+#define TL_RK_NT_BF16X2(p, v0, v1)                                                 \
+  do {                                                                             \
+    tl_vu16 tl_nt_h0_ = TL_RK_TO_BF16(v0), tl_nt_h1_ = TL_RK_TO_BF16(v1);          \
+    TL_RK_NT_BF16((p), tl_nt_h0_);                                                 \
+    TL_RK_NT_BF16((uint16_t *)(p) + 16, tl_nt_h1_);                                \
+  } while (0)
+#endif
 
 /* ---- loads and stores ---- */
 
@@ -43,7 +53,7 @@ TL_RK_AI tl_vf32 tl_rk_ld(const void *p, int bf, int64_t j) {
   if (bf) {
     tl_vu16 h;
     memcpy(&h, (const uint16_t *)p + j, sizeof h);
-    return tl_vf32_from_bf16(h);
+    return TL_RK_FROM_BF16(h);
   }
   tl_vf32 v;
   memcpy(&v, (const float *)p + j, sizeof v);
@@ -102,11 +112,11 @@ TL_RK_AI void tl_rk_st_nt(void *p, int bf, int64_t j, tl_vf32 v) {
   }
 }
 
-/* Elements before the first aligned address of y for streaming stores (may exceed n), or -1
+/* Elements before the first 64-byte aligned address of y for streaming stores (may exceed n), or -1
  * when there are no streaming stores or y is not aligned to its element size. */
 TL_RK_AI int64_t tl_rk_nt_head(const void *y, int bf) {
   if (!TL_RK_HAS_NT) return -1;
-  const uintptr_t a = (uintptr_t)y, es = bf ? 2 : 4, al = bf ? 32 : 64;
+  const uintptr_t a = (uintptr_t)y, es = bf ? 2 : 4, al = 64;
   if (a % es) return -1;
   return (int64_t)(((al - a % al) % al) / es);
 }
@@ -272,8 +282,14 @@ TL_RK_AI tl_vf32 tl_rk_val(int op, const tl_rk_args *a, int xbf, int64_t j, int6
 TL_RK_AI void tl_rk_apply_(void *y, int ybf, int64_t n, int nt, int op, const tl_rk_args *a, int xbf) {
   int64_t j = 0, h = nt ? tl_rk_nt_head(y, ybf) : -1;
   if (h >= 0 && n - h >= 64) { /* short rows keep ordinary stores */
-    if (h > 0) tl_rk_st_n(y, ybf, 0, h, tl_rk_val(op, a, xbf, 0, h));
-    for (j = h; j + 16 <= n; j += 16) tl_rk_st_nt(y, ybf, j, tl_rk_val(op, a, xbf, j, 16));
+    for (; j < h; j += 16) { /* the head: up to 15 f32 or 31 bf16 */
+      const int64_t m = h - j < 16 ? h - j : 16;
+      tl_rk_st_n(y, ybf, j, m, tl_rk_val(op, a, xbf, j, m));
+    }
+    j = h;
+    if (ybf) /* whole 64-byte lines: 32 bf16 per streaming store */
+      for (; j + 32 <= n; j += 32) TL_RK_NT_BF16X2((uint16_t *)y + j, tl_rk_val(op, a, xbf, j, 16), tl_rk_val(op, a, xbf, j + 16, 16));
+    for (; j + 16 <= n; j += 16) tl_rk_st_nt(y, ybf, j, tl_rk_val(op, a, xbf, j, 16));
     if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, j, n - j));
     TL_RK_NT_FENCE();
     return;

@@ -11,6 +11,10 @@
  *   TL_RK_TO_BF16(v)     16 lanes to bf16 bit patterns, round to nearest even (fallback:
  *                        tl_vf32_to_bf16; AVX512-BF16: vcvtneps2bf16, which flushes f32
  *                        denormal inputs to zero, see avx512bf16/hooks_avx512bf16.h)
+ * And the bf16 -> f32 widening of loads (exact):
+ *   TL_RK_FROM_BF16(h)   16 bf16 bit patterns (tl_vu16) as f32 (fallback: tl_vf32_from_bf16,
+ *                        which GCC 12 turns into two 256-bit widenings, an extract and an insert
+ *                        on AVX-512; vpmovzxwd there)
  * And the last step of exp:
  *   TL_RK_LDEXP(p, n)    p * 2^n per lane, n an integer in [-150, 128] held in floats, the
  *                        result rounded once (vscalefps on AVX-512: one instruction instead of
@@ -28,6 +32,10 @@
 #define TL_RK_TO_BF16(v) tl_vf32_to_bf16(v)
 #endif
 
+#ifndef TL_RK_FROM_BF16
+#define TL_RK_FROM_BF16(h) tl_vf32_from_bf16(h)
+#endif
+
 #ifndef TL_RK_LDEXP
 #define TL_RK_LDEXP(p, n) tl_vf32_ldexp_((p), (n))
 #endif
@@ -39,12 +47,16 @@
 
 #define TL_RK_AI static inline __attribute__((always_inline))
 
-/* e^x, bit for bit tl_vf32_exp (the same reduction, tilec_vec.h's always-inlined polynomial and
- * scaling), wrapped so it is always inlined: GCC keeps tl_vf32_exp out of line in the baseline and
- * AVX2 instances, where a call passes each 64-byte vector through memory. */
+/* e^x for the shifted arguments of softmax, x = t - max(t) (at most a rounding error above 0),
+ * -inf or NaN: bit for bit tl_vf32_exp there (the same reduction, tilec_vec.h's always-inlined
+ * polynomial and scaling), wrapped so it is always inlined (GCC keeps tl_vf32_exp out of line in
+ * the baseline and AVX2 instances, where a call passes each 64-byte vector through memory).
+ * Every caller (rows_kern.h, attn_kern.h) passes such x, so the clamp at 89 that tl_vf32_exp
+ * needs for overflow is left out: one vector operation of about eighteen per element in softmax's
+ * exponential sweep, which is compute-bound in bf16. x above 89 is outside the contract (the
+ * AVX-512 scaling still gives inf up to about 2^22, the generic one does not). */
 TL_RK_AI tl_vf32 tl_rk_exp(tl_vf32 x) {
-  x = TL_RK_MINPS(tl_vf32_splat(89.0f), x); /* NaN: the second operand, x */
-  x = TL_RK_MAXPS(tl_vf32_splat(-104.0f), x);
+  x = TL_RK_MAXPS(tl_vf32_splat(-104.0f), x); /* NaN: the second operand, x */
   const float magic = 12582912.0f;
   tl_vf32 n = (x * 1.44269504088896341f + magic) - magic;
   tl_vf32 r = x - n * 0.693359375f;

@@ -11,5 +11,9 @@
 #include "../avx512/hooks_avx512.h"
 
 #define TL_RK_TO_BF16(v) ((tl_vu16)_mm512_cvtneps_pbh((__m512)(v)))
+/* 32 outputs as one 64-byte streaming store (vcvtne2ps2bf16 puts v1 in the upper half): a whole
+ * line per store instead of two halves */
+#define TL_RK_NT_BF16X2(p, v0, v1) \
+  _mm512_stream_si512((void *)(p), (__m512i)_mm512_cvtne2ps_pbh((__m512)(v1), (__m512)(v0)))
 
 #endif /* TL_HOOKS_AVX512BF16_H */
