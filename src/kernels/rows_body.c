@@ -11,6 +11,10 @@
 
 static int tl_ro_is_softmax(tl_ro_kind k) { return k == TL_RO_SOFTMAX || k == TL_RO_LOG_SOFTMAX; }
 
+/* 1 when the exponentials may be bf16-accurate (rows_impl.h's ebf): softmax into bf16. Not
+ * log_softmax, whose outputs near 0 (-log s for s close to 1) carry the sum's error absolutely. */
+static int tl_ro_ebf(const tl_ro_run *r) { return r->ybf && r->kind == TL_RO_SOFTMAX; }
+
 /* ---- the step body ---- */
 
 /* Address of element (o, a, i) of a 3-D ref. */
@@ -39,13 +43,13 @@ static void tl_ro_rows_once(const tl_ro_run *r, const tl_rows_impl *im, tl_ref *
     switch (r->kind) {
     case TL_RO_SOFTMAX: {
       float m = im->max_row(xr, r->xbf, n);
-      float s = im->sumexp_row(xr, r->xbf, n, m, e, pf);
+      float s = im->sumexp_row(xr, r->xbf, n, m, e, pf, tl_ro_ebf(r));
       im->scale_row(yr, r->ybf, e, n, 1.0f / s, nt);
       break;
     }
     case TL_RO_LOG_SOFTMAX: {
       float m = im->max_row(xr, r->xbf, n);
-      float s = im->sumexp_row(xr, r->xbf, n, m, NULL, pf);
+      float s = im->sumexp_row(xr, r->xbf, n, m, NULL, pf, 0);
       im->shift_row(yr, r->ybf, xr, r->xbf, n, m, logf(s), nt);
       break;
     }
@@ -79,7 +83,8 @@ static void tl_ro_cols_once(const tl_ro_run *r, const tl_rows_impl *im, tl_ref *
   for (int64_t o = 0; o < x->valid[0]; o++) {
     for (int64_t i = 0; i < n; i++) m[i] = -INFINITY, s[i] = 0.0f;
     for (int64_t a = 0; a < A; a++) im->max_acc(m, tl_ro_at(x, o, a, 0, r->xbf), r->xbf, n);
-    for (int64_t a = 0; a < A; a++) im->sumexp_acc(s, e ? e + a * n : NULL, tl_ro_at(x, o, a, 0, r->xbf), r->xbf, n, m);
+    for (int64_t a = 0; a < A; a++)
+      im->sumexp_acc(s, e ? e + a * n : NULL, tl_ro_at(x, o, a, 0, r->xbf), r->xbf, n, m, tl_ro_ebf(r));
     if (r->kind == TL_RO_SOFTMAX) {
       for (int64_t i = 0; i < n; i++) c[i] = 1.0f / s[i];
       for (int64_t a = 0; a < A; a++) im->scale_vv(tl_ro_at(y, o, a, 0, r->ybf), r->ybf, e + a * n, n, c, nt);
@@ -113,7 +118,7 @@ static void tl_ro_rows_stats(const tl_prog *p, const tl_ro_run *r, const tl_rows
   if (tl_ro_is_softmax(r->kind)) {
     float m = first ? -INFINITY : *s0, s = first ? 0.0f : *s1, base;
     m = tl_ro_sm_merge(m, im->max_row(xr, r->xbf, n), &s, &base);
-    s += im->sumexp_row(xr, r->xbf, n, base, NULL, NULL);
+    s += im->sumexp_row(xr, r->xbf, n, base, NULL, NULL, tl_ro_ebf(r));
     *s0 = m, *s1 = s, *s2 = 0.0f;
     return;
   }
@@ -152,7 +157,7 @@ static void tl_ro_cols_stats(const tl_prog *p, const tl_ro_run *r, const tl_rows
     sm[i] = tl_ro_sm_merge(m, cm[i], &s, &base[i]);
     ss[i] = s, *tl_ro_stat(st, 2, i) = 0.0f;
   }
-  for (int64_t a = 0; a < A; a++) im->sumexp_acc(ss, NULL, tl_ro_at(x, 0, a, 0, r->xbf), r->xbf, n, base);
+  for (int64_t a = 0; a < A; a++) im->sumexp_acc(ss, NULL, tl_ro_at(x, 0, a, 0, r->xbf), r->xbf, n, base, tl_ro_ebf(r));
 }
 
 /* Apply plan: y for this chunk from the finished stats. */

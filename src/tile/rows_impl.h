@@ -10,7 +10,8 @@
  * - x, y: contiguous runs of n >= 0 elements, f32 (xbf / ybf 0) or bf16 (1); y may be x itself
  *   (the same elements; never a partial overlap). f32 arrays (e, acc, m, c, g, b) are contiguous.
  * - Math in f32; bf16 loads are exact, bf16 stores round to nearest even (tl_vf32_to_bf16; the
- *   avx512bf16 instance's vcvtneps2bf16 also flushes outputs below 2^-126 to +-0).
+ *   avx512bf16 instance's vcvtneps2bf16 also flushes outputs below 2^-126 to +-0). exp is f32
+ *   accurate except where only bf16 outputs use it (ebf, bf16 y of the exp writers).
  * - Nothing is read or written outside [0, n) of each array; no allocation, no state.
  * - nt 1: the stores to y may be non-temporal (streaming, fenced before the call returns) where
  *   the ISA has them and y is suitably aligned; results are identical either way.
@@ -28,15 +29,17 @@ typedef struct tl_rows_impl {
   /* max of x[0..n) (-inf for n = 0; NaN ignored). */
   float (*max_row)(const void *x, int xbf, int64_t n);
   /* sum of exp(x[j] - m); e (may be NULL) receives the exponentials. pf (may be NULL): the
-   * next row to be read (n elements of x's dtype), prefetched while this one computes. */
-  float (*sumexp_row)(const void *x, int xbf, int64_t n, float m, float *e, const void *pf);
+   * next row to be read (n elements of x's dtype), prefetched while this one computes. ebf 1:
+   * the results only feed bf16 outputs, and exp may be accurate to bf16 (below 6e-6 relative,
+   * vec_hooks.h's tl_rk_exp_bf16) instead of f32 (about 1 ulp). */
+  float (*sumexp_row)(const void *x, int xbf, int64_t n, float m, float *e, const void *pf, int ebf);
   /* sum of x[j]. */
   float (*sum_row)(const void *x, int xbf, int64_t n);
   /* *sd = sum (x[j] - mh), *sd2 = sum (x[j] - mh)^2 (mh = 0: the sum of squares); pf as above. */
   void (*sumdev_row)(const void *x, int xbf, int64_t n, float mh, float *sd, float *sd2, const void *pf);
   /* y[j] = e[j] * c. */
   void (*scale_row)(void *y, int ybf, const float *e, int64_t n, float c, int nt);
-  /* y[j] = exp(x[j] - m) * c. */
+  /* y[j] = exp(x[j] - m) * c (exp to bf16 accuracy when y is bf16, as sumexp_row's ebf). */
   void (*expscale_row)(void *y, int ybf, const void *x, int xbf, int64_t n, float m, float c, int nt);
   /* y[j] = (x[j] - a) - b. */
   void (*shift_row)(void *y, int ybf, const void *x, int xbf, int64_t n, float a, float b, int nt);
@@ -46,11 +49,11 @@ typedef struct tl_rows_impl {
   /* ---- columns: one value per element, vectors m, c, acc of length n ---- */
   /* acc[j] = max(acc[j], x[j]) (NaN in x ignored). */
   void (*max_acc)(float *acc, const void *x, int xbf, int64_t n);
-  /* t = exp(x[j] - m[j]); acc[j] += t; e (may be NULL): e[j] = t. */
-  void (*sumexp_acc)(float *acc, float *e, const void *x, int xbf, int64_t n, const float *m);
+  /* t = exp(x[j] - m[j]); acc[j] += t; e (may be NULL): e[j] = t. ebf as sumexp_row's. */
+  void (*sumexp_acc)(float *acc, float *e, const void *x, int xbf, int64_t n, const float *m, int ebf);
   /* y[j] = e[j] * c[j]. */
   void (*scale_vv)(void *y, int ybf, const float *e, int64_t n, const float *c, int nt);
-  /* y[j] = exp(x[j] - m[j]) * c[j]. */
+  /* y[j] = exp(x[j] - m[j]) * c[j] (exp to bf16 accuracy when y is bf16). */
   void (*expscale_vv)(void *y, int ybf, const void *x, int xbf, int64_t n, const float *m, const float *c, int nt);
   /* y[j] = (x[j] - a[j]) - b[j]. */
   void (*shift_vv)(void *y, int ybf, const void *x, int xbf, int64_t n, const float *a, const float *b, int nt);

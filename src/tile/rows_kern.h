@@ -174,13 +174,13 @@ TL_RK_AI void tl_rk_prefetch64(const void *pf, int bf, int64_t j) {
   for (int k = 0; k < (bf ? 128 : 256); k += 64) __builtin_prefetch(p + k, 0, 2);
 }
 
-TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, float *e, const void *pf) {
+TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, float *e, const void *pf, int ebf) {
   tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
   for (; j + 64 <= n; j += 64) {
     tl_rk_prefetch64(pf, bf, j);
-    tl_vf32 t0 = tl_rk_exp(tl_rk_ld(x, bf, j) - m), t1 = tl_rk_exp(tl_rk_ld(x, bf, j + 16) - m);
-    tl_vf32 t2 = tl_rk_exp(tl_rk_ld(x, bf, j + 32) - m), t3 = tl_rk_exp(tl_rk_ld(x, bf, j + 48) - m);
+    tl_vf32 t0 = tl_rk_exp_for(tl_rk_ld(x, bf, j) - m, ebf), t1 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 16) - m, ebf);
+    tl_vf32 t2 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 32) - m, ebf), t3 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 48) - m, ebf);
     if (e) {
       memcpy(e + j, &t0, 64), memcpy(e + j + 16, &t1, 64);
       memcpy(e + j + 32, &t2, 64), memcpy(e + j + 48, &t3, 64);
@@ -188,12 +188,12 @@ TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, floa
     a0 += t0, a1 += t1, a2 += t2, a3 += t3;
   }
   for (; j + 16 <= n; j += 16) {
-    tl_vf32 t = tl_rk_exp(tl_rk_ld(x, bf, j) - m);
+    tl_vf32 t = tl_rk_exp_for(tl_rk_ld(x, bf, j) - m, ebf);
     if (e) memcpy(e + j, &t, 64);
     a0 += t;
   }
   if (j < n) {
-    tl_vf32 t = tl_rk_exp(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - m);
+    tl_vf32 t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - m, ebf);
     t = tl_vf32_sel(tl_rk_lanes(n - j), t, tl_vf32_splat(0.0f));
     if (e) memcpy(e + j, &t, tl_rk_cnt(n - j) * 4);
     a1 += t;
@@ -201,8 +201,9 @@ TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, floa
   return tl_rk_hsum((a0 + a1) + (a2 + a3));
 }
 
-static float tl_rk_sumexp_row(const void *x, int xbf, int64_t n, float m, float *e, const void *pf) {
-  return xbf ? tl_rk_sumexp_row_(x, 1, n, m, e, pf) : tl_rk_sumexp_row_(x, 0, n, m, e, pf);
+static float tl_rk_sumexp_row(const void *x, int xbf, int64_t n, float m, float *e, const void *pf, int ebf) {
+  if (ebf) return xbf ? tl_rk_sumexp_row_(x, 1, n, m, e, pf, 1) : tl_rk_sumexp_row_(x, 0, n, m, e, pf, 1);
+  return xbf ? tl_rk_sumexp_row_(x, 1, n, m, e, pf, 0) : tl_rk_sumexp_row_(x, 0, n, m, e, pf, 0);
 }
 
 TL_RK_AI float tl_rk_sum_row_(const void *x, int bf, int64_t n) {
@@ -258,10 +259,10 @@ typedef struct tl_rk_args {
 } tl_rk_args;
 
 /* The value of elements j..j+m-1 (m <= 16) for op. */
-TL_RK_AI tl_vf32 tl_rk_val(int op, const tl_rk_args *a, int xbf, int64_t j, int64_t m) {
+TL_RK_AI tl_vf32 tl_rk_val(int op, const tl_rk_args *a, int xbf, int ybf, int64_t j, int64_t m) {
   switch (op) {
   case TL_RK_SCALE: return tl_rk_ld_c(a->e, 0, j, m, 0.0f) * a->sc;
-  case TL_RK_EXPSCALE: return tl_rk_exp(tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa) * a->sc;
+  case TL_RK_EXPSCALE: return tl_rk_exp_for(tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa, ybf) * a->sc;
   case TL_RK_SHIFT: return (tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa) - a->sb;
   case TL_RK_NORM: {
     tl_vf32 t = (tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa) * a->sb + a->sc;
@@ -271,7 +272,7 @@ TL_RK_AI tl_vf32 tl_rk_val(int op, const tl_rk_args *a, int xbf, int64_t j, int6
   }
   case TL_RK_SCALE_VV: return tl_rk_ld_c(a->e, 0, j, m, 0.0f) * tl_rk_ld_c(a->va, 0, j, m, 0.0f);
   case TL_RK_EXPSCALE_VV:
-    return tl_rk_exp(tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - tl_rk_ld_c(a->va, 0, j, m, 0.0f)) *
+    return tl_rk_exp_for(tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - tl_rk_ld_c(a->va, 0, j, m, 0.0f), ybf) *
            tl_rk_ld_c(a->vb, 0, j, m, 0.0f);
   default: /* TL_RK_SHIFT_VV */
     return (tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - tl_rk_ld_c(a->va, 0, j, m, 0.0f)) - tl_rk_ld_c(a->vb, 0, j, m, 0.0f);
@@ -284,18 +285,19 @@ TL_RK_AI void tl_rk_apply_(void *y, int ybf, int64_t n, int nt, int op, const tl
   if (h >= 0 && n - h >= 64) { /* short rows keep ordinary stores */
     for (; j < h; j += 16) { /* the head: up to 15 f32 or 31 bf16 */
       const int64_t m = h - j < 16 ? h - j : 16;
-      tl_rk_st_n(y, ybf, j, m, tl_rk_val(op, a, xbf, j, m));
+      tl_rk_st_n(y, ybf, j, m, tl_rk_val(op, a, xbf, ybf, j, m));
     }
     j = h;
     if (ybf) /* whole 64-byte lines: 32 bf16 per streaming store */
-      for (; j + 32 <= n; j += 32) TL_RK_NT_BF16X2((uint16_t *)y + j, tl_rk_val(op, a, xbf, j, 16), tl_rk_val(op, a, xbf, j + 16, 16));
-    for (; j + 16 <= n; j += 16) tl_rk_st_nt(y, ybf, j, tl_rk_val(op, a, xbf, j, 16));
-    if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, j, n - j));
+      for (; j + 32 <= n; j += 32)
+        TL_RK_NT_BF16X2((uint16_t *)y + j, tl_rk_val(op, a, xbf, ybf, j, 16), tl_rk_val(op, a, xbf, ybf, j + 16, 16));
+    for (; j + 16 <= n; j += 16) tl_rk_st_nt(y, ybf, j, tl_rk_val(op, a, xbf, ybf, j, 16));
+    if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, ybf, j, n - j));
     TL_RK_NT_FENCE();
     return;
   }
-  for (; j + 16 <= n; j += 16) tl_rk_st(y, ybf, j, tl_rk_val(op, a, xbf, j, 16));
-  if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, j, n - j));
+  for (; j + 16 <= n; j += 16) tl_rk_st(y, ybf, j, tl_rk_val(op, a, xbf, ybf, j, 16));
+  if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, ybf, j, n - j));
 }
 
 /* The driver with x's and y's dtypes as constants (four instances per op). */
@@ -363,23 +365,28 @@ static void tl_rk_max_acc(float *acc, const void *x, int xbf, int64_t n) {
   else tl_rk_max_acc_(acc, x, 0, n);
 }
 
-TL_RK_AI void tl_rk_sumexp_acc_(float *acc, float *e, const void *x, int bf, int64_t n, const float *m) {
+TL_RK_AI void tl_rk_sumexp_acc_(float *acc, float *e, const void *x, int bf, int64_t n, const float *m, int ebf) {
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    tl_vf32 t = tl_rk_exp(tl_rk_ld(x, bf, j) - tl_rk_ld(m, 0, j));
+    tl_vf32 t = tl_rk_exp_for(tl_rk_ld(x, bf, j) - tl_rk_ld(m, 0, j), ebf);
     if (e) tl_rk_st(e, 0, j, t);
     tl_rk_st(acc, 0, j, tl_rk_ld(acc, 0, j) + t);
   }
   if (j < n) {
-    tl_vf32 t = tl_rk_exp(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - tl_rk_ld_n(m, 0, j, n - j, 0.0f));
+    tl_vf32 t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - tl_rk_ld_n(m, 0, j, n - j, 0.0f), ebf);
     if (e) tl_rk_st_n(e, 0, j, n - j, t);
     tl_rk_st_n(acc, 0, j, n - j, tl_rk_ld_n(acc, 0, j, n - j, 0.0f) + t);
   }
 }
 
-static void tl_rk_sumexp_acc(float *acc, float *e, const void *x, int xbf, int64_t n, const float *m) {
-  if (xbf) tl_rk_sumexp_acc_(acc, e, x, 1, n, m);
-  else tl_rk_sumexp_acc_(acc, e, x, 0, n, m);
+static void tl_rk_sumexp_acc(float *acc, float *e, const void *x, int xbf, int64_t n, const float *m, int ebf) {
+  if (ebf) {
+    if (xbf) tl_rk_sumexp_acc_(acc, e, x, 1, n, m, 1);
+    else tl_rk_sumexp_acc_(acc, e, x, 0, n, m, 1);
+  } else {
+    if (xbf) tl_rk_sumexp_acc_(acc, e, x, 1, n, m, 0);
+    else tl_rk_sumexp_acc_(acc, e, x, 0, n, m, 0);
+  }
 }
 
 /* The tl_rows_impl of the including file's instance (each ISA file defines one with this). */

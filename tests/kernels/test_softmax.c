@@ -259,6 +259,47 @@ static void test_streaming(void) {
   tl_ro_set_nt(g_small, -1);
 }
 
+/* The bf16 value nearest to v (ties to even) and its neighbours below and above (v > 0 finite). */
+static double bf16_nearest(double v, double *below, double *above) {
+  uint16_t h = tl_f32_to_bf16((float)v);
+  double best = 0, bd = INFINITY;
+  for (int d = -1; d <= 1; d++) {
+    double c = tl_bf16_to_f32((uint16_t)(h + d)), dist = fabs(c - v);
+    if (dist < bd || (dist == bd && ((h + d) & 1) == 0)) bd = dist, best = c;
+  }
+  uint16_t b = tl_f32_to_bf16((float)best);
+  *below = tl_bf16_to_f32((uint16_t)(b - 1)), *above = tl_bf16_to_f32((uint16_t)(b + 1));
+  return best;
+}
+
+/* softmax into bf16 computes its exponentials to bf16 accuracy (below 6e-6 relative, not f32's
+ * ulp): every output is the float64 value rounded to bf16 or, rarely, its neighbour (the value
+ * lay that close to a rounding boundary): about 0.05% here. A degree-3 exp (6e-4 relative error)
+ * gave 2-3% and fails the 1% limit. One pass and two-level, rows and columns, f32 and bf16 x. */
+static void test_bf16_rounding(void) {
+  const int64_t sh[2] = {41, 1031};
+  for (int k = 0; k < 8; k++) {
+    const int axis = k & 1, two = (k >> 1) & 1;
+    nt_t x = nt_make(k & 4 ? TL_BF16 : TL_F32, 2, sh, NT_CONTIG, -9, 9);
+    nt_t y = nt_make(TL_BF16, 2, sh, NT_CONTIG, 0, 1);
+    nt_poison(&y);
+    double *ref = ref_softmax(&x.t, axis, 0);
+    tl_status st = tl_softmax(two ? g_small : g_ctx, &x.t, &y.t, axis);
+    CHECK(st == TL_OK, "[%s] bf16 rounding: %s", g_isa, tl_status_name(st));
+    int64_t idx[TL_MAX_DIMS] = {0}, i = 0, off = 0, far = 0;
+    do {
+      double lo, hi, o = nt_get(&y.t, idx), near = bf16_nearest(ref[i++], &lo, &hi);
+      off += o != near;
+      far += o != near && o != lo && o != hi;
+    } while (nt_next(&y.t, idx, -1));
+    CHECK(far == 0 && off * 100 <= i,
+          "[%s] softmax %s->bf16 axis %d%s: %lld of %lld outputs not the nearest bf16, %lld not even a neighbour", g_isa,
+          tl_dtype_name(x.t.dtype), axis, two ? " two-level" : "", (long long)off, (long long)i, (long long)far);
+    free(ref);
+    nt_free(&x), nt_free(&y);
+  }
+}
+
 static void test_zero_and_cache(void) {
   int64_t sh0[2] = {0, 17};
   nt_t x = nt_make(TL_F32, 2, sh0, NT_CONTIG, 0, 1), y = nt_make(TL_F32, 2, sh0, NT_CONTIG, 0, 1);
@@ -379,6 +420,7 @@ int main(void) {
     RUN(test_specials);
     RUN(test_two_level);
     RUN(test_streaming);
+    RUN(test_bf16_rounding);
     RUN(test_zero_and_cache);
     RUN(test_plan_reuse_and_nomem);
     RUN(test_refusals);
