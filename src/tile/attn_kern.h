@@ -86,8 +86,8 @@ TL_RK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_vf32 e)
  * s is not rewritten), NaN lanes ignored. Pass 2: exp(t - ms) for the visible columns, 0 beyond,
  * stored as P and summed in f32; a NaN score (or +inf, whose exp(inf - inf) is NaN) makes the
  * sum NaN, and then m_new too. Two vectors per iteration in both passes (max and exp latency). */
-static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
-                       float *m_new, uint16_t *pb) {
+TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
+                          float *m_new, uint16_t *pb, int ebf) {
   const tl_vf32 ninf = tl_vf32_splat(-INFINITY);
   const int64_t L = lim < 0 ? 0 : lim < n ? lim : n;
   int stored = mask != NULL || !(scale > 0.0f);
@@ -128,7 +128,8 @@ static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dt
   const float sc = stored ? 1.0f : scale;
   tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0;
   for (c = 0; c + 2 * TL_AK_W <= L; c += 2 * TL_AK_W) {
-    const tl_vf32 e0 = tl_rk_exp(tl_ak_load(s + c) * sc - ms), e1 = tl_rk_exp(tl_ak_load(s + c + TL_AK_W) * sc - ms);
+    const tl_vf32 e0 = tl_rk_exp_for(tl_ak_load(s + c) * sc - ms, ebf);
+    const tl_vf32 e1 = tl_rk_exp_for(tl_ak_load(s + c + TL_AK_W) * sc - ms, ebf);
     tl_ak_put(s, pb, c, TL_AK_W, e0);
     tl_ak_put(s, pb, c + TL_AK_W, TL_AK_W, e1);
     a0 += e0, a1 += e1;
@@ -138,7 +139,7 @@ static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dt
     tl_vf32 e = tl_vf32_splat(0.0f);
     if (c < L) {
       const tl_vf32 t = (w < TL_AK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * sc - ms;
-      e = tl_rk_exp(tl_vf32_sel(lane >= (float)(L - c), ninf, t));
+      e = tl_rk_exp_for(tl_vf32_sel(lane >= (float)(L - c), ninf, t), ebf);
     }
     tl_ak_put(s, pb, c, w, e);
     a0 += e;
@@ -146,6 +147,15 @@ static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dt
   const float sum = tl_ak_hsum(a0 + a1);
   *m_new = sum != sum ? sum : mn;
   return sum;
+}
+
+/* tl_ak_row with exp to bf16 accuracy (vec_hooks.h's tl_rk_exp_bf16, < 6e-6 relative) when the
+ * probabilities are stored as bf16 (pb): the rounding to bf16 (up to 2^-9) dwarfs it, and the f32
+ * row sum differs by as little. */
+static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
+                       float *m_new, uint16_t *pb) {
+  if (pb) return tl_ak_row_(s, n, scale, mask, mdt, lim, m_old, m_new, pb, 1);
+  return tl_ak_row_(s, n, scale, mask, mdt, lim, m_old, m_new, NULL, 0);
 }
 
 static void tl_ak_scale(float *x, int64_t n, float a) {
