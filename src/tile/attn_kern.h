@@ -149,7 +149,7 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
   return sum;
 }
 
-/* tl_ak_row with exp to bf16 accuracy (vec_hooks.h's tl_rk_exp_bf16, < 6e-6 relative) when the
+/* tl_ak_row with exp to bf16 accuracy (vec_hooks.h's tl_rk_exp_bf16, < 1e-5 relative) when the
  * probabilities are stored as bf16 (pb): the rounding to bf16 (up to 2^-9) dwarfs it, and the f32
  * row sum differs by as little. */
 static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,

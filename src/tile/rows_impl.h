@@ -30,7 +30,7 @@ typedef struct tl_rows_impl {
   float (*max_row)(const void *x, int xbf, int64_t n);
   /* sum of exp(x[j] - m); e (may be NULL) receives the exponentials. pf (may be NULL): the
    * next row to be read (n elements of x's dtype), prefetched while this one computes. ebf 1:
-   * the results only feed bf16 outputs, and exp may be accurate to bf16 (below 6e-6 relative,
+   * the results only feed bf16 outputs, and exp may be accurate to bf16 (below 1e-5 relative,
    * vec_hooks.h's tl_rk_exp_bf16) instead of f32 (about 1 ulp). */
   float (*sumexp_row)(const void *x, int xbf, int64_t n, float m, float *e, const void *pf, int ebf);
   /* sum of x[j]. */

@@ -272,7 +272,7 @@ static double bf16_nearest(double v, double *below, double *above) {
   return best;
 }
 
-/* softmax into bf16 computes its exponentials to bf16 accuracy (below 6e-6 relative, not f32's
+/* softmax into bf16 computes its exponentials to bf16 accuracy (below 1e-5 relative, not f32's
  * ulp): every output is the float64 value rounded to bf16 or, rarely, its neighbour (the value
  * lay that close to a rounding boundary): about 0.05% here. A degree-3 exp (6e-4 relative error)
  * gave 2-3% and fails the 1% limit. One pass and two-level, rows and columns, f32 and bf16 x. */
