@@ -117,9 +117,14 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
     }
   }
   float mx = tl_ak_hmax(TL_RK_MAXPS(mx1, mx0));
-  if (!stored && (mx = mx * scale) == INFINITY) {
-    /* a score times scale overflows: exp(inf - inf) must give NaN, which s * scale - ms fused
-     * into one multiply-add would not (it gives -inf), so the products are stored first */
+  if (!stored && !(fabsf(mx = mx * scale) < 1048576.0f)) {
+    /* s * scale - ms is fused into one multiply-add where the ISA has FMA, so the max score's
+     * argument is the rounding error of ms = fl(mx * scale), up to half its ulp on either side
+     * of 0: beyond 2^20 that could leave tl_rk_exp's domain (above 89: garbage from the generic
+     * scaling; a review measured NaN and wrong outputs for scores of 1e9), and a product that
+     * overflows must give exp(inf - inf) = NaN, which the fused form would not (-inf). So for
+     * |mx * scale| >= 2^20, inf and -inf the products are stored first and the subtraction is
+     * exact for the max (t <= 0 everywhere). */
     for (c = 0; c < L; c++) s[c] *= scale;
     stored = 1;
   }

@@ -53,8 +53,11 @@
  * the baseline and AVX2 instances, where a call passes each 64-byte vector through memory).
  * Every caller (rows_kern.h, attn_kern.h) passes such x, so the clamp at 89 that tl_vf32_exp
  * needs for overflow is left out: one vector operation of about eighteen per element in softmax's
- * exponential sweep, which is compute-bound in bf16. x above 89 is outside the contract (the
- * AVX-512 scaling still gives inf up to about 2^22, the generic one does not). */
+ * exponential sweep, which is compute-bound in bf16. x above 89 is outside the contract
+ * (vscalefps still gives inf; the generic two-step scaling gives garbage, NaN at 178). Dead tail
+ * lanes (fill 0 minus the max) may be out of it: their results are never kept. Attention keeps its
+ * fused s * scale - ms within the contract by storing the products first when |ms| >= 2^20
+ * (attn_kern.h). */
 TL_RK_AI tl_vf32 tl_rk_exp(tl_vf32 x) {
   x = TL_RK_MAXPS(tl_vf32_splat(-104.0f), x); /* NaN: the second operand, x */
   const float magic = 12582912.0f;

@@ -384,6 +384,47 @@ static void test_score_overflow(void) {
   }
 }
 
+/* Huge finite scores (q.k * scale from 5e4 to 5e15, key 5 ahead of the others by 1%): each row's
+ * softmax is one-hot on key 5, so o is its v row (checked against the largest double q.k). Where the ISA has FMA, s * scale - max is one
+ * multiply-add whose max-row argument is the rounding error of the max, up to half its ulp: past
+ * 2^20 that left exp's domain (NaN or wrong rows at 1e9 on avx2 and avx512, found by a review). */
+static void test_score_huge(void) {
+  static const double mags[] = {1e4, 1e8, 1e14};
+  for (int path = 0; path < 3; path++)
+    for (int mi = 0; mi < 3; mi++) {
+      const int64_t Sq = path == 1 ? 40 : path == 2 ? 2 : 6, Sk = 70, D = 16;
+      int64_t sq[4] = {1, 1, Sq, D}, sk[4] = {1, 1, Sk, D};
+      at_t q = at_make(TL_F32, 4, sq, 0), k = at_make(TL_F32, 4, sk, 0), v = at_make(TL_F32, 4, sk, 0);
+      at_t o = at_make(TL_F32, 4, sq, 0);
+      at_fill(&q, 0.5 * mags[mi], 1.5 * mags[mi]), at_fill(&k, 1.0, 1.01), at_fill(&v, -1, 1), at_poison(&o);
+      for (int64_t c = 0; c < D; c++) { /* key 5 the largest by >= 0.01 * sum(q) * scale: one-hot */
+        int64_t ik[4] = {0, 0, 5, c};
+        at_set(&k, ik, 1.02);
+      }
+      tl_attention_opts opts = {.scale = 0.3f};
+      tl_status s = tl_attention(g_ctx, &q.t, &k.t, &v.t, &o.t, &opts);
+      CHECK(s == TL_OK, "[%s] huge scores: %s", g_isa, tl_ctx_error(g_ctx));
+      const float *qp = q.mem, *kp = k.mem, *vp = v.mem, *op = o.mem;
+      double worst = 0;
+      for (int64_t i = 0; i < Sq; i++) {
+        int64_t best = 0;
+        double bs = -INFINITY;
+        for (int64_t j = 0; j < Sk; j++) {
+          double d = 0;
+          for (int64_t c = 0; c < D; c++) d += (double)qp[i * D + c] * kp[j * D + c];
+          if (d > bs) bs = d, best = j;
+        }
+        for (int64_t c = 0; c < D; c++) {
+          double e = fabs(op[i * D + c] - vp[best * D + c]);
+          if (!(e <= worst)) worst = e; /* NaN stays */
+        }
+      }
+      CHECK(worst <= 1e-6, "[%s] %s, scores ~%.0e: o is not the top key's v (max error %.3g)", g_isa,
+            path == 1 ? "prefill" : path == 2 ? "decode (vector)" : "decode", 4.8 * mags[mi], worst);
+      free(q.mem), free(k.mem), free(v.mem), free(o.mem);
+    }
+}
+
 /* The decode path: Sq 1..16, bitwise identical for 1, 2 and 3 threads, and correct. */
 static void test_decode_threads(void) {
   const int64_t sqs[] = {1, 4, 16};
@@ -599,6 +640,7 @@ int main(void) {
     RUN_T(test_causal_edges);
     RUN_T(test_masked_and_nan);
     RUN_T(test_score_overflow);
+    RUN_T(test_score_huge);
     RUN_T(test_decode_threads);
     RUN_T(test_causal_skip);
     RUN_T(test_cache_and_empty);
