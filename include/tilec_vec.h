@@ -41,6 +41,30 @@ typedef int32_t tl_vi32 __attribute__((vector_size(64)));
 typedef uint32_t tl_vu32 __attribute__((vector_size(64)));
 typedef uint16_t tl_vu16 __attribute__((vector_size(32)));
 
+/* Internal: the bodies of tl_vf32_exp_poly_, tl_vf32_ldexp_, tl_vf32_from_bf16 and
+ * tl_vf32_to_bf16 on GNU C vectors of any lane count (VF float, VI int32_t, VU uint32_t, VH
+ * uint16_t vectors of one count), for the library's row kernels, which instantiate them at each
+ * ISA's own register width (src/tile/vec_hooks.h). Each argument is evaluated more than once. */
+#define TL_VEC_EXP_POLY_(r)                                                                        \
+  (((((((r) * 1.38146209e-3f + 8.36871378e-3f) * (r) + 4.16683890e-2f) * (r) + 1.66665211e-1f) * (r) + \
+     4.99999940e-1f) * (r) + 1.0f) * (r) + 1.0f)
+#define TL_VEC_LDEXP_(VF, VI, p, n)                                                                  \
+  __extension__({                                                                                    \
+    VI tl_ni_ = __builtin_convertvector((n), VI);                                                    \
+    VI tl_n1_ = tl_ni_ >> 1, tl_n2_ = tl_ni_ - tl_n1_;                                               \
+    (p) * (VF)((tl_n1_ + 127) << 23) * (VF)((tl_n2_ + 127) << 23);                                   \
+  })
+#define TL_VEC_FROM_BF16_(VF, VU, h) ((VF)(__builtin_convertvector((h), VU) << 16))
+#define TL_VEC_TO_BF16_(VU, VI, VH, x)                                                               \
+  __extension__({                                                                                    \
+    VU tl_u_ = (VU)(x);                                                                              \
+    VI tl_nan_ = (VI)((tl_u_ & 0x7fffffffu) > 0x7f800000u);                                          \
+    VU tl_r_ = (tl_u_ + 0x7fffu + ((tl_u_ >> 16) & 1u)) >> 16;                                       \
+    VU tl_q_ = (tl_u_ >> 16) | 0x0040u;                                                              \
+    tl_r_ = (VU)(((VI)tl_q_ & tl_nan_) | ((VI)tl_r_ & ~tl_nan_));                                    \
+    __builtin_convertvector(tl_r_, VH);                                                              \
+  })
+
 /* Every lane set to v. */
 static inline tl_vf32 tl_vf32_splat(float v) {
   tl_vf32 r = {v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
@@ -67,20 +91,9 @@ static inline tl_vf32 tl_vf32_copysign(tl_vf32 mag, tl_vf32 sgn) {
  * 2^n, n an integer in [-150, 128] held in floats (also always inlined); tl_vf32_exp_scale_: the
  * two together; 2^n is applied in two halves so that results below 2^-126 are
  * rounded once and n = 128 still overflows to inf. */
-static inline __attribute__((always_inline)) tl_vf32 tl_vf32_exp_poly_(tl_vf32 r) {
-  tl_vf32 p = tl_vf32_splat(1.38146209e-3f);
-  p = p * r + 8.36871378e-3f;
-  p = p * r + 4.16683890e-2f;
-  p = p * r + 1.66665211e-1f;
-  p = p * r + 4.99999940e-1f;
-  p = p * r + 1.0f;
-  return p * r + 1.0f;
-}
+static inline __attribute__((always_inline)) tl_vf32 tl_vf32_exp_poly_(tl_vf32 r) { return TL_VEC_EXP_POLY_(r); }
 static inline __attribute__((always_inline)) tl_vf32 tl_vf32_ldexp_(tl_vf32 p, tl_vf32 n) {
-  tl_vi32 ni = __builtin_convertvector(n, tl_vi32);
-  tl_vi32 n1 = ni >> 1, n2 = ni - n1;
-  tl_vf32 s1 = (tl_vf32)((n1 + 127) << 23), s2 = (tl_vf32)((n2 + 127) << 23);
-  return p * s1 * s2;
+  return TL_VEC_LDEXP_(tl_vf32, tl_vi32, p, n);
 }
 static inline tl_vf32 tl_vf32_exp_scale_(tl_vf32 r, tl_vf32 n) { return tl_vf32_ldexp_(tl_vf32_exp_poly_(r), n); }
 
@@ -260,20 +273,11 @@ static inline tl_vf32 tl_vf32_silu(tl_vf32 x) {
 }
 
 /* 16 bf16 bit patterns -> f32 (exact). */
-static inline tl_vf32 tl_vf32_from_bf16(tl_vu16 h) {
-  return (tl_vf32)(__builtin_convertvector(h, tl_vu32) << 16);
-}
+static inline tl_vf32 tl_vf32_from_bf16(tl_vu16 h) { return TL_VEC_FROM_BF16_(tl_vf32, tl_vu32, h); }
 
 /* f32 -> 16 bf16 bit patterns: round to nearest even; NaN -> quiet NaN with its sign and top
  * payload bits (bit for bit tl_f32_to_bf16). */
-static inline tl_vu16 tl_vf32_to_bf16(tl_vf32 x) {
-  tl_vu32 u = (tl_vu32)x;
-  tl_vi32 nan = (tl_vi32)((u & 0x7fffffffu) > 0x7f800000u);
-  tl_vu32 r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  tl_vu32 q = (u >> 16) | 0x0040u;
-  r = (tl_vu32)(((tl_vi32)q & nan) | ((tl_vi32)r & ~nan));
-  return __builtin_convertvector(r, tl_vu16);
-}
+static inline tl_vu16 tl_vf32_to_bf16(tl_vf32 x) { return TL_VEC_TO_BF16_(tl_vu32, tl_vi32, tl_vu16, x); }
 
 #pragma GCC diagnostic pop
 

@@ -1,9 +1,10 @@
-/* attn_kern.h — attention's online-softmax vector code, written once on tl_vf32 (16 lanes).
+/* attn_kern.h — attention's online-softmax vector code, written once on vec_hooks.h's tl_rkv
+ * (TL_RK_W lanes: 16, 8 in the AVX2 instance).
  *
  * Included only by the per-ISA instance files (attn_scalar.c, <isa>/attn_<isa>.c), which define
  * TL_ATTN_IMPL_NAME / TL_ATTN_IMPL_ISA and get the table below compiled with their flags. The
- * contract of each function is in attn_impl.h. Tails (n % 16) go through a 16-lane stack copy
- * padded with a neutral value, so every element is computed by the same vector code. */
+ * contract of each function is in attn_impl.h. Tails (n % TL_RK_W) go through a TL_RK_W-lane
+ * stack copy padded with a neutral value, so every element is computed by the same vector code. */
 #ifndef TL_ATTN_KERN_H
 #define TL_ATTN_KERN_H
 
@@ -13,68 +14,89 @@
 #include "attn_impl.h"
 #include "vec_hooks.h"
 
-#define TL_AK_W 16
-
-TL_RK_AI tl_vf32 tl_ak_load(const float *p) {
-  tl_vf32 v;
+TL_RK_AI tl_rkv tl_ak_load(const float *p) {
+  tl_rkv v;
   memcpy(&v, p, sizeof v);
   return v;
 }
-TL_RK_AI void tl_ak_store(float *p, tl_vf32 v) { memcpy(p, &v, sizeof v); }
-/* n (< 16) floats from p, the other lanes fill. */
-TL_RK_AI tl_vf32 tl_ak_load_tail(const float *p, int64_t n, float fill) {
-  float t[TL_AK_W];
-  for (int i = 0; i < TL_AK_W; i++) t[i] = fill;
+TL_RK_AI void tl_ak_store(float *p, tl_rkv v) { memcpy(p, &v, sizeof v); }
+/* n (< TL_RK_W) floats from p, the other lanes fill. */
+TL_RK_AI tl_rkv tl_ak_load_tail(const float *p, int64_t n, float fill) {
+  float t[TL_RK_W];
+  for (int i = 0; i < TL_RK_W; i++) t[i] = fill;
   memcpy(t, p, (size_t)n * sizeof(float));
   return tl_ak_load(t);
 }
-TL_RK_AI void tl_ak_store_tail(float *p, int64_t n, tl_vf32 v) {
-  float t[TL_AK_W];
+TL_RK_AI void tl_ak_store_tail(float *p, int64_t n, tl_rkv v) {
+  float t[TL_RK_W];
   tl_ak_store(t, v);
   memcpy(p, t, (size_t)n * sizeof(float));
 }
-/* The largest of the 16 lanes, ignoring NaN lanes (tl_ak_row catches NaN through its sum). */
-TL_RK_AI float tl_ak_hmax(tl_vf32 v) {
-  const tl_vi32 h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
-  const tl_vi32 h4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
-  const tl_vi32 h2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
-  const tl_vi32 h1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
+/* The largest of the lanes, ignoring NaN lanes (tl_ak_row catches NaN through its sum). */
+TL_RK_AI float tl_ak_hmax(tl_rkv v) {
+#if TL_RK_W == 16
+  const tl_rki h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
   v = TL_RK_MAXPS(__builtin_shuffle(v, h8), v);
+  const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
+  const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
+  const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
+#elif TL_RK_W == 8
+  const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3};
+  const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5};
+  const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6};
+#elif TL_RK_W == 4
+  const tl_rki h2 = {2, 3, 0, 1};
+  const tl_rki h1 = {1, 0, 3, 2};
+#else
+#error "attn_kern.h: TL_RK_W must be 4, 8 or 16"
+#endif
+#if TL_RK_W >= 8
   v = TL_RK_MAXPS(__builtin_shuffle(v, h4), v);
+#endif
   v = TL_RK_MAXPS(__builtin_shuffle(v, h2), v);
   v = TL_RK_MAXPS(__builtin_shuffle(v, h1), v);
   return v[0];
 }
-TL_RK_AI float tl_ak_hsum(tl_vf32 v) { /* pairwise: halves, then quarters, ... */
-  typedef float v8 __attribute__((vector_size(32)));
+TL_RK_AI float tl_ak_hsum(tl_rkv v) { /* pairwise: halves, then quarters, ... */
   typedef float v4 __attribute__((vector_size(16)));
-  v8 a, b;
+  v4 c;
+#if TL_RK_W >= 8
+  typedef float v8 __attribute__((vector_size(32)));
+  v8 a;
+#if TL_RK_W == 16
+  v8 b;
   memcpy(&a, &v, 32), memcpy(&b, (const char *)&v + 32, 32);
   a += b;
-  v4 c, d;
+#else
+  memcpy(&a, &v, 32);
+#endif
+  v4 d;
   memcpy(&c, &a, 16), memcpy(&d, (const char *)&a + 16, 16);
   c += d;
+#else
+  memcpy(&c, &v, 16);
+#endif
   return (c[0] + c[2]) + (c[1] + c[3]);
 }
-/* 16 mask values as f32. */
-TL_RK_AI tl_vf32 tl_ak_mask16(const void *mask, tl_dtype mdt, int64_t c, int64_t n) {
+/* TL_RK_W mask values as f32. */
+TL_RK_AI tl_rkv tl_ak_maskv(const void *mask, tl_dtype mdt, int64_t c, int64_t n) {
   if (mdt == TL_BF16) {
-    uint16_t h[TL_AK_W] = {0};
-    memcpy(h, (const uint16_t *)mask + c, (size_t)(n < TL_AK_W ? n : TL_AK_W) * 2);
-    tl_vu16 hv;
+    uint16_t h[TL_RK_W] = {0};
+    memcpy(h, (const uint16_t *)mask + c, (size_t)(n < TL_RK_W ? n : TL_RK_W) * 2);
+    tl_rkh hv;
     memcpy(&hv, h, sizeof hv);
     return TL_RK_FROM_BF16(hv);
   }
-  return n < TL_AK_W ? tl_ak_load_tail((const float *)mask + c, n, 0.0f) : tl_ak_load((const float *)mask + c);
+  return n < TL_RK_W ? tl_ak_load_tail((const float *)mask + c, n, 0.0f) : tl_ak_load((const float *)mask + c);
 }
 
-/* Stores 16 probabilities at column c of the P row: bf16 into pb, or f32 into s (w < 16: the
- * first w). */
-TL_RK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_vf32 e) {
+/* Stores TL_RK_W probabilities at column c of the P row: bf16 into pb, or f32 into s (w <
+ * TL_RK_W: the first w). */
+TL_RK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_rkv e) {
   if (pb) {
-    tl_vu16 h = TL_RK_TO_BF16(e);
+    tl_rkh h = TL_RK_TO_BF16(e);
     memcpy(pb + c, &h, (size_t)w * 2);
-  } else if (w < TL_AK_W) {
+  } else if (w < TL_RK_W) {
     tl_ak_store_tail(s + c, w, e);
   } else {
     tl_ak_store(s + c, e);
@@ -88,28 +110,28 @@ TL_RK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_vf32 e)
  * sum NaN, and then m_new too. Two vectors per iteration in both passes (max and exp latency). */
 TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
                           float *m_new, uint16_t *pb, int ebf) {
-  const tl_vf32 ninf = tl_vf32_splat(-INFINITY);
+  const tl_rkv ninf = tl_rk_splat(-INFINITY);
   const int64_t L = lim < 0 ? 0 : lim < n ? lim : n;
   int stored = mask != NULL || !(scale > 0.0f);
-  tl_vf32 lane;
-  for (int i = 0; i < TL_AK_W; i++) lane[i] = (float)i;
-  tl_vf32 mx0 = ninf, mx1 = ninf;
+  tl_rkv lane;
+  for (int i = 0; i < TL_RK_W; i++) lane[i] = (float)i;
+  tl_rkv mx0 = ninf, mx1 = ninf;
   int64_t c = 0;
   if (!stored) {
-    for (; c + 2 * TL_AK_W <= L; c += 2 * TL_AK_W)
-      mx0 = TL_RK_MAXPS(tl_ak_load(s + c), mx0), mx1 = TL_RK_MAXPS(tl_ak_load(s + c + TL_AK_W), mx1);
-    for (; c < L; c += TL_AK_W) {
-      const int64_t w = L - c < TL_AK_W ? L - c : TL_AK_W;
-      mx0 = TL_RK_MAXPS(w < TL_AK_W ? tl_ak_load_tail(s + c, w, -INFINITY) : tl_ak_load(s + c), mx0);
+    for (; c + 2 * TL_RK_W <= L; c += 2 * TL_RK_W)
+      mx0 = TL_RK_MAXPS(tl_ak_load(s + c), mx0), mx1 = TL_RK_MAXPS(tl_ak_load(s + c + TL_RK_W), mx1);
+    for (; c < L; c += TL_RK_W) {
+      const int64_t w = L - c < TL_RK_W ? L - c : TL_RK_W;
+      mx0 = TL_RK_MAXPS(w < TL_RK_W ? tl_ak_load_tail(s + c, w, -INFINITY) : tl_ak_load(s + c), mx0);
     }
   } else {
-    for (; c < L; c += TL_AK_W) {
-      const int64_t w = L - c < TL_AK_W ? L - c : TL_AK_W;
-      tl_vf32 v = (w < TL_AK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * scale;
-      if (mask) v = v + tl_ak_mask16(mask, mdt, c, w);
-      if (w < TL_AK_W) {
+    for (; c < L; c += TL_RK_W) {
+      const int64_t w = L - c < TL_RK_W ? L - c : TL_RK_W;
+      tl_rkv v = (w < TL_RK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * scale;
+      if (mask) v = v + tl_ak_maskv(mask, mdt, c, w);
+      if (w < TL_RK_W) {
         tl_ak_store_tail(s + c, w, v);
-        v = tl_vf32_sel(lane >= (float)w, ninf, v); /* lanes past L do not count */
+        v = tl_rk_sel(lane >= (float)w, ninf, v); /* lanes past L do not count */
       } else {
         tl_ak_store(s + c, v);
       }
@@ -131,20 +153,20 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
   const float mn = mx > m_old ? mx : m_old; /* a NaN m_old stays */
   const float ms = mn == -INFINITY ? 0.0f : mn; /* a row with no key yet: exp(-inf - 0) = 0 */
   const float sc = stored ? 1.0f : scale;
-  tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0;
-  for (c = 0; c + 2 * TL_AK_W <= L; c += 2 * TL_AK_W) {
-    const tl_vf32 e0 = tl_rk_exp_for(tl_ak_load(s + c) * sc - ms, ebf);
-    const tl_vf32 e1 = tl_rk_exp_for(tl_ak_load(s + c + TL_AK_W) * sc - ms, ebf);
-    tl_ak_put(s, pb, c, TL_AK_W, e0);
-    tl_ak_put(s, pb, c + TL_AK_W, TL_AK_W, e1);
+  tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0;
+  for (c = 0; c + 2 * TL_RK_W <= L; c += 2 * TL_RK_W) {
+    const tl_rkv e0 = tl_rk_exp_for(tl_ak_load(s + c) * sc - ms, ebf);
+    const tl_rkv e1 = tl_rk_exp_for(tl_ak_load(s + c + TL_RK_W) * sc - ms, ebf);
+    tl_ak_put(s, pb, c, TL_RK_W, e0);
+    tl_ak_put(s, pb, c + TL_RK_W, TL_RK_W, e1);
     a0 += e0, a1 += e1;
   }
-  for (; c < n; c += TL_AK_W) { /* the last visible vector (lanes past L: -inf), then zeros */
-    const int64_t w = n - c < TL_AK_W ? n - c : TL_AK_W;
-    tl_vf32 e = tl_vf32_splat(0.0f);
+  for (; c < n; c += TL_RK_W) { /* the last visible vector (lanes past L: -inf), then zeros */
+    const int64_t w = n - c < TL_RK_W ? n - c : TL_RK_W;
+    tl_rkv e = tl_rk_splat(0.0f);
     if (c < L) {
-      const tl_vf32 t = (w < TL_AK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * sc - ms;
-      e = tl_rk_exp_for(tl_vf32_sel(lane >= (float)(L - c), ninf, t), ebf);
+      const tl_rkv t = (w < TL_RK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * sc - ms;
+      e = tl_rk_exp_for(tl_rk_sel(lane >= (float)(L - c), ninf, t), ebf);
     }
     tl_ak_put(s, pb, c, w, e);
     a0 += e;
@@ -165,18 +187,18 @@ static float tl_ak_row(float *s, int64_t n, float scale, const void *mask, tl_dt
 
 static void tl_ak_scale(float *x, int64_t n, float a) {
   int64_t c = 0;
-  for (; c + TL_AK_W <= n; c += TL_AK_W) tl_ak_store(x + c, tl_ak_load(x + c) * a);
+  for (; c + TL_RK_W <= n; c += TL_RK_W) tl_ak_store(x + c, tl_ak_load(x + c) * a);
   if (c < n) tl_ak_store_tail(x + c, n - c, tl_ak_load_tail(x + c, n - c, 0.0f) * a);
 }
 
 static void tl_ak_store_row(void *dst, tl_dtype dt, const float *src, int64_t n, float a) {
-  for (int64_t c = 0; c < n; c += TL_AK_W) {
-    const int64_t w = n - c < TL_AK_W ? n - c : TL_AK_W;
-    tl_vf32 v = (w < TL_AK_W ? tl_ak_load_tail(src + c, w, 0.0f) : tl_ak_load(src + c)) * a;
+  for (int64_t c = 0; c < n; c += TL_RK_W) {
+    const int64_t w = n - c < TL_RK_W ? n - c : TL_RK_W;
+    tl_rkv v = (w < TL_RK_W ? tl_ak_load_tail(src + c, w, 0.0f) : tl_ak_load(src + c)) * a;
     if (dt == TL_BF16) {
-      tl_vu16 h = tl_vf32_to_bf16(v);
+      tl_rkh h = tl_rk_to_bf16_rne(v);
       memcpy((uint16_t *)dst + c, &h, (size_t)w * 2);
-    } else if (w < TL_AK_W) {
+    } else if (w < TL_RK_W) {
       tl_ak_store_tail((float *)dst + c, w, v);
     } else {
       tl_ak_store((float *)dst + c, v);
@@ -184,12 +206,12 @@ static void tl_ak_store_row(void *dst, tl_dtype dt, const float *src, int64_t n,
   }
 }
 
-/* 16 (or the w < 16 left) elements of a K/V row at element offset c, as f32. */
-TL_RK_AI tl_vf32 tl_ak_row16(const void *row, tl_dtype dt, int64_t c, int64_t w) {
+/* TL_RK_W (or the w < TL_RK_W left) elements of a K/V row at element offset c, as f32. */
+TL_RK_AI tl_rkv tl_ak_rowv(const void *row, tl_dtype dt, int64_t c, int64_t w) {
   if (dt == TL_BF16) {
-    tl_vu16 h;
-    if (w < TL_AK_W) {
-      uint16_t t[TL_AK_W] = {0};
+    tl_rkh h;
+    if (w < TL_RK_W) {
+      uint16_t t[TL_RK_W] = {0};
       memcpy(t, (const uint16_t *)row + c, (size_t)w * 2);
       memcpy(&h, t, sizeof h);
     } else {
@@ -197,7 +219,7 @@ TL_RK_AI tl_vf32 tl_ak_row16(const void *row, tl_dtype dt, int64_t c, int64_t w)
     }
     return TL_RK_FROM_BF16(h);
   }
-  return w < TL_AK_W ? tl_ak_load_tail((const float *)row + c, w, 0.0f) : tl_ak_load((const float *)row + c);
+  return w < TL_RK_W ? tl_ak_load_tail((const float *)row + c, w, 0.0f) : tl_ak_load((const float *)row + c);
 }
 
 static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtype kdt, int64_t ks, int64_t D) {
@@ -206,24 +228,24 @@ static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtyp
   for (; j + 4 <= n; j += 4) { /* four keys at a time: one horizontal sum per key */
     const char *k0 = (const char *)k + (size_t)(j * ks) * es;
     const size_t kb = (size_t)ks * es;
-    tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
     for (size_t o = 0; o < 4 * kb; o += 64) __builtin_prefetch(k0 + 16 * kb + o); /* 16 keys ahead */
-    for (int64_t c = 0; c < D; c += TL_AK_W) {
-      const int64_t w = D - c < TL_AK_W ? D - c : TL_AK_W;
-      const tl_vf32 qv = w < TL_AK_W ? tl_ak_load_tail(q + c, w, 0.0f) : tl_ak_load(q + c);
-      a0 += qv * tl_ak_row16(k0, kdt, c, w);
-      a1 += qv * tl_ak_row16(k0 + kb, kdt, c, w);
-      a2 += qv * tl_ak_row16(k0 + 2 * kb, kdt, c, w);
-      a3 += qv * tl_ak_row16(k0 + 3 * kb, kdt, c, w);
+    for (int64_t c = 0; c < D; c += TL_RK_W) {
+      const int64_t w = D - c < TL_RK_W ? D - c : TL_RK_W;
+      const tl_rkv qv = w < TL_RK_W ? tl_ak_load_tail(q + c, w, 0.0f) : tl_ak_load(q + c);
+      a0 += qv * tl_ak_rowv(k0, kdt, c, w);
+      a1 += qv * tl_ak_rowv(k0 + kb, kdt, c, w);
+      a2 += qv * tl_ak_rowv(k0 + 2 * kb, kdt, c, w);
+      a3 += qv * tl_ak_rowv(k0 + 3 * kb, kdt, c, w);
     }
     s[j] = tl_ak_hsum(a0), s[j + 1] = tl_ak_hsum(a1), s[j + 2] = tl_ak_hsum(a2), s[j + 3] = tl_ak_hsum(a3);
   }
   for (; j < n; j++) {
     const char *kr = (const char *)k + (size_t)(j * ks) * es;
-    tl_vf32 a = tl_vf32_splat(0.0f);
-    for (int64_t c = 0; c < D; c += TL_AK_W) {
-      const int64_t w = D - c < TL_AK_W ? D - c : TL_AK_W;
-      a += (w < TL_AK_W ? tl_ak_load_tail(q + c, w, 0.0f) : tl_ak_load(q + c)) * tl_ak_row16(kr, kdt, c, w);
+    tl_rkv a = tl_rk_splat(0.0f);
+    for (int64_t c = 0; c < D; c += TL_RK_W) {
+      const int64_t w = D - c < TL_RK_W ? D - c : TL_RK_W;
+      a += (w < TL_RK_W ? tl_ak_load_tail(q + c, w, 0.0f) : tl_ak_load(q + c)) * tl_ak_rowv(kr, kdt, c, w);
     }
     s[j] = tl_ak_hsum(a);
   }
@@ -231,13 +253,13 @@ static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtyp
 
 static void tl_ak_pv(float *acc, int64_t D, const float *p, const void *v, tl_dtype vdt, int64_t vs, int64_t n) {
   const size_t es = vdt == TL_BF16 ? 2 : 4;
-  for (int64_t c = 0; c < D; c += 8 * TL_AK_W) { /* up to 128 columns held in 8 vectors */
-    const int64_t cw = D - c < 8 * TL_AK_W ? D - c : 8 * TL_AK_W;
-    const int nv = (int)TL_CDIV(cw, TL_AK_W);
-    tl_vf32 a[8];
+  for (int64_t c = 0; c < D; c += 8 * TL_RK_W) { /* up to 8 vectors of columns (128 with 16 lanes) */
+    const int64_t cw = D - c < 8 * TL_RK_W ? D - c : 8 * TL_RK_W;
+    const int nv = (int)TL_CDIV(cw, TL_RK_W);
+    tl_rkv a[8];
     for (int i = 0; i < nv; i++) {
-      const int64_t w = cw - i * TL_AK_W < TL_AK_W ? cw - i * TL_AK_W : TL_AK_W;
-      a[i] = w < TL_AK_W ? tl_ak_load_tail(acc + c + i * TL_AK_W, w, 0.0f) : tl_ak_load(acc + c + i * TL_AK_W);
+      const int64_t w = cw - i * TL_RK_W < TL_RK_W ? cw - i * TL_RK_W : TL_RK_W;
+      a[i] = w < TL_RK_W ? tl_ak_load_tail(acc + c + i * TL_RK_W, w, 0.0f) : tl_ak_load(acc + c + i * TL_RK_W);
     }
     for (int64_t j = 0; j < n; j++) {
       const char *vr = (const char *)v + (size_t)(j * vs) * es;
@@ -245,14 +267,14 @@ static void tl_ak_pv(float *acc, int64_t D, const float *p, const void *v, tl_dt
         for (int64_t o = 0; o < D * (int64_t)es; o += 64) __builtin_prefetch(vr + 8 * (size_t)vs * es + o); /* 8 rows ahead */
       const float pj = p[j];
       for (int i = 0; i < nv; i++) {
-        const int64_t w = cw - i * TL_AK_W < TL_AK_W ? cw - i * TL_AK_W : TL_AK_W;
-        a[i] += pj * tl_ak_row16(vr, vdt, c + i * TL_AK_W, w);
+        const int64_t w = cw - i * TL_RK_W < TL_RK_W ? cw - i * TL_RK_W : TL_RK_W;
+        a[i] += pj * tl_ak_rowv(vr, vdt, c + i * TL_RK_W, w);
       }
     }
     for (int i = 0; i < nv; i++) {
-      const int64_t w = cw - i * TL_AK_W < TL_AK_W ? cw - i * TL_AK_W : TL_AK_W;
-      if (w < TL_AK_W) tl_ak_store_tail(acc + c + i * TL_AK_W, w, a[i]);
-      else tl_ak_store(acc + c + i * TL_AK_W, a[i]);
+      const int64_t w = cw - i * TL_RK_W < TL_RK_W ? cw - i * TL_RK_W : TL_RK_W;
+      if (w < TL_RK_W) tl_ak_store_tail(acc + c + i * TL_RK_W, w, a[i]);
+      else tl_ak_store(acc + c + i * TL_RK_W, a[i]);
     }
   }
 }

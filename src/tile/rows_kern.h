@@ -1,20 +1,22 @@
-/* rows_kern.h — the fused row kernels of softmax and the norms, written once on tl_vf32 (GNU C
+/* rows_kern.h — the fused row kernels of softmax and the norms, written once on tl_rkv (GNU C
  * vectors: the compiler maps them to the ISA of the including file). Included only by the files
  * that instantiate a tl_rows_impl (src/tile/rows_scalar.c and src/tile/<isa>/rows_<isa>.c), each
  * with its own flags; the contract is in rows_impl.h.
  *
  * An including file may define, before the include, non-temporal stores for its ISA:
- *   TL_RK_NT_F32(p, v)   16 floats (tl_vf32 v) at a 64-byte aligned p
- *   TL_RK_NT_BF16(p, h)  16 bf16 (tl_vu16 h) at a 32-byte aligned p
- *   TL_RK_NT_BF16X2(p, v0, v1)  32 bf16 converted from two tl_vf32 at a 64-byte aligned p, one
- *                        whole line (optional: two TL_RK_NT_BF16 stores otherwise)
+ *   TL_RK_NT_F32(p, v)   TL_RK_W floats (tl_rkv v) at a 4 * TL_RK_W-byte aligned p
+ *   TL_RK_NT_BF16(p, h)  TL_RK_W bf16 (tl_rkh h) at a 2 * TL_RK_W-byte aligned p
+ *   TL_RK_NT_BF16X2(p, v0, v1)  2 * TL_RK_W bf16 converted from two tl_rkv at a 4 * TL_RK_W-byte
+ *                        aligned p (with TL_RK_W = 16 one whole line; optional: two
+ *                        TL_RK_NT_BF16 stores otherwise)
  *   TL_RK_NT_FENCE()     orders them before later stores (sfence)
  * Without them nt is ignored (ordinary stores). The ISA hooks (max/min, the bf16 conversion,
- * exp's scaling) and tl_rk_exp are src/tile/vec_hooks.h's.
+ * exp's scaling), the vector type tl_rkv of TL_RK_W lanes and tl_rk_exp are src/tile/vec_hooks.h's.
  *
- * Invariants: rows are walked 16 lanes at a time; the chunk at the end of a row (and, with
- * streaming stores, the unaligned head) goes through a 16-element buffer, so nothing outside
- * [0, n) is touched. Reductions keep 4 vector accumulators (64 lanes) to cover the add latency;
+ * Invariants: rows are walked TL_RK_W lanes at a time; the chunk at the end of a row (and, with
+ * streaming stores, the unaligned head) goes through a TL_RK_W-element buffer, so nothing outside
+ * [0, n) is touched. Reductions keep 4 vector accumulators (4 * TL_RK_W lanes) to cover the add
+ * latency;
  * their lanes are combined pairwise at the end. The dtype of x and y is a compile-time constant
  * inside each loop (the wrappers branch once per call). */
 #ifndef TL_ROWS_KERN_H
@@ -29,41 +31,41 @@
 #define TL_RK_HAS_NT 1
 #else
 #define TL_RK_HAS_NT 0
-#define TL_RK_NT_F32(p, v) memcpy((p), &(v), 64)
-#define TL_RK_NT_BF16(p, h) memcpy((p), &(h), 32)
+#define TL_RK_NT_F32(p, v) memcpy((p), &(v), sizeof(tl_rkv))
+#define TL_RK_NT_BF16(p, h) memcpy((p), &(h), sizeof(tl_rkh))
 #define TL_RK_NT_FENCE() ((void)0)
 #endif
 #ifndef TL_RK_NT_BF16X2
 #define TL_RK_NT_BF16X2(p, v0, v1)                                                 \
   do {                                                                             \
-    tl_vu16 tl_nt_h0_ = TL_RK_TO_BF16(v0), tl_nt_h1_ = TL_RK_TO_BF16(v1);          \
+    tl_rkh tl_nt_h0_ = TL_RK_TO_BF16(v0), tl_nt_h1_ = TL_RK_TO_BF16(v1);          \
     TL_RK_NT_BF16((p), tl_nt_h0_);                                                 \
-    TL_RK_NT_BF16((uint16_t *)(p) + 16, tl_nt_h1_);                                \
+    TL_RK_NT_BF16((uint16_t *)(p) + TL_RK_W, tl_nt_h1_);                           \
   } while (0)
 #endif
 
 /* ---- loads and stores ---- */
 
-/* An element count m (0..16 at every call) as a size the compiler can see is bounded (GCC's
+/* An element count m (0..TL_RK_W at every call) as a size the compiler can see is bounded (GCC's
  * -Wstringop-overflow otherwise imagines a negative m in the unoptimised builds). */
-TL_RK_AI size_t tl_rk_cnt(int64_t m) { return m <= 0 ? 0 : m >= 16 ? 16 : (size_t)m; }
+TL_RK_AI size_t tl_rk_cnt(int64_t m) { return m <= 0 ? 0 : m >= TL_RK_W ? TL_RK_W : (size_t)m; }
 
-/* 16 elements from element j of p (f32 or bf16) as f32. */
-TL_RK_AI tl_vf32 tl_rk_ld(const void *p, int bf, int64_t j) {
+/* TL_RK_W elements from element j of p (f32 or bf16) as f32. */
+TL_RK_AI tl_rkv tl_rk_ld(const void *p, int bf, int64_t j) {
   if (bf) {
-    tl_vu16 h;
+    tl_rkh h;
     memcpy(&h, (const uint16_t *)p + j, sizeof h);
     return TL_RK_FROM_BF16(h);
   }
-  tl_vf32 v;
+  tl_rkv v;
   memcpy(&v, (const float *)p + j, sizeof v);
   return v;
 }
 
-/* m (0 < m < 16) elements from element j; the other lanes hold fill. */
-TL_RK_AI tl_vf32 tl_rk_ld_n(const void *p, int bf, int64_t j, int64_t m, float fill) {
-  float buf[16];
-  for (int k = 0; k < 16; k++) buf[k] = fill;
+/* m (0 < m < TL_RK_W) elements from element j; the other lanes hold fill. */
+TL_RK_AI tl_rkv tl_rk_ld_n(const void *p, int bf, int64_t j, int64_t m, float fill) {
+  float buf[TL_RK_W];
+  for (int k = 0; k < TL_RK_W; k++) buf[k] = fill;
   if (bf) {
     const uint16_t *h = (const uint16_t *)p + j;
     for (int64_t k = 0; k < (int64_t)tl_rk_cnt(m); k++) {
@@ -73,29 +75,29 @@ TL_RK_AI tl_vf32 tl_rk_ld_n(const void *p, int bf, int64_t j, int64_t m, float f
   } else {
     memcpy(buf, (const float *)p + j, tl_rk_cnt(m) * 4);
   }
-  tl_vf32 v;
+  tl_rkv v;
   memcpy(&v, buf, sizeof v);
   return v;
 }
 
-/* 16 or m (< 16) elements, as the count says. */
-TL_RK_AI tl_vf32 tl_rk_ld_c(const void *p, int bf, int64_t j, int64_t m, float fill) {
-  return m == 16 ? tl_rk_ld(p, bf, j) : tl_rk_ld_n(p, bf, j, m, fill);
+/* TL_RK_W or m (< TL_RK_W) elements, as the count says. */
+TL_RK_AI tl_rkv tl_rk_ld_c(const void *p, int bf, int64_t j, int64_t m, float fill) {
+  return m == TL_RK_W ? tl_rk_ld(p, bf, j) : tl_rk_ld_n(p, bf, j, m, fill);
 }
 
-TL_RK_AI void tl_rk_st(void *p, int bf, int64_t j, tl_vf32 v) {
+TL_RK_AI void tl_rk_st(void *p, int bf, int64_t j, tl_rkv v) {
   if (bf) {
-    tl_vu16 h = TL_RK_TO_BF16(v);
+    tl_rkh h = TL_RK_TO_BF16(v);
     memcpy((uint16_t *)p + j, &h, sizeof h);
   } else {
     memcpy((float *)p + j, &v, sizeof v);
   }
 }
 
-/* The first m (0 < m <= 16) lanes. */
-TL_RK_AI void tl_rk_st_n(void *p, int bf, int64_t j, int64_t m, tl_vf32 v) {
+/* The first m (0 < m <= TL_RK_W) lanes. */
+TL_RK_AI void tl_rk_st_n(void *p, int bf, int64_t j, int64_t m, tl_rkv v) {
   if (bf) {
-    tl_vu16 h = TL_RK_TO_BF16(v);
+    tl_rkh h = TL_RK_TO_BF16(v);
     memcpy((uint16_t *)p + j, &h, tl_rk_cnt(m) * 2);
   } else {
     memcpy((float *)p + j, &v, tl_rk_cnt(m) * 4);
@@ -103,9 +105,9 @@ TL_RK_AI void tl_rk_st_n(void *p, int bf, int64_t j, int64_t m, tl_vf32 v) {
 }
 
 /* Streaming store at an address aligned as TL_RK_NT_* need. */
-TL_RK_AI void tl_rk_st_nt(void *p, int bf, int64_t j, tl_vf32 v) {
+TL_RK_AI void tl_rk_st_nt(void *p, int bf, int64_t j, tl_rkv v) {
   if (bf) {
-    tl_vu16 h = TL_RK_TO_BF16(v);
+    tl_rkh h = TL_RK_TO_BF16(v);
     TL_RK_NT_BF16((uint16_t *)p + j, h);
   } else {
     TL_RK_NT_F32((float *)p + j, v);
@@ -122,27 +124,28 @@ TL_RK_AI int64_t tl_rk_nt_head(const void *y, int bf) {
 }
 
 /* Lanes 0..m-1 set. */
-TL_RK_AI tl_vi32 tl_rk_lanes(int64_t m) {
-  const tl_vi32 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+TL_RK_AI tl_rki tl_rk_lanes(int64_t m) {
+  tl_rki iota;
+  for (int k = 0; k < TL_RK_W; k++) iota[k] = k;
   return iota < (int32_t)m;
 }
 
 /* max(acc, v) per lane; a NaN in v is ignored (acc kept). */
-TL_RK_AI tl_vf32 tl_rk_max(tl_vf32 acc, tl_vf32 v) { return TL_RK_MAXPS(v, acc); }
+TL_RK_AI tl_rkv tl_rk_max(tl_rkv acc, tl_rkv v) { return TL_RK_MAXPS(v, acc); }
 
-TL_RK_AI float tl_rk_hsum(tl_vf32 v) {
-  float a[16];
+TL_RK_AI float tl_rk_hsum(tl_rkv v) {
+  float a[TL_RK_W];
   memcpy(a, &v, sizeof a);
-  for (int w = 8; w >= 1; w /= 2)
+  for (int w = TL_RK_W / 2; w >= 1; w /= 2)
     for (int k = 0; k < w; k++) a[k] += a[k + w];
   return a[0];
 }
 
-TL_RK_AI float tl_rk_hmax(tl_vf32 v) {
-  float a[16];
+TL_RK_AI float tl_rk_hmax(tl_rkv v) {
+  float a[TL_RK_W];
   memcpy(a, &v, sizeof a);
   float m = a[0];
-  for (int k = 1; k < 16; k++) m = a[k] > m ? a[k] : m;
+  for (int k = 1; k < TL_RK_W; k++) m = a[k] > m ? a[k] : m;
   return m;
 }
 
@@ -150,15 +153,15 @@ TL_RK_AI float tl_rk_hmax(tl_vf32 v) {
 
 TL_RK_AI float tl_rk_max_row_(const void *x, int bf, int64_t n) {
   const float ninf = -__builtin_inff();
-  tl_vf32 a0 = tl_vf32_splat(ninf), a1 = a0, a2 = a0, a3 = a0;
+  tl_rkv a0 = tl_rk_splat(ninf), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
-  for (; j + 64 <= n; j += 64) {
+  for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
     a0 = tl_rk_max(a0, tl_rk_ld(x, bf, j));
-    a1 = tl_rk_max(a1, tl_rk_ld(x, bf, j + 16));
-    a2 = tl_rk_max(a2, tl_rk_ld(x, bf, j + 32));
-    a3 = tl_rk_max(a3, tl_rk_ld(x, bf, j + 48));
+    a1 = tl_rk_max(a1, tl_rk_ld(x, bf, j + TL_RK_W));
+    a2 = tl_rk_max(a2, tl_rk_ld(x, bf, j + 2 * TL_RK_W));
+    a3 = tl_rk_max(a3, tl_rk_ld(x, bf, j + 3 * TL_RK_W));
   }
-  for (; j + 16 <= n; j += 16) a0 = tl_rk_max(a0, tl_rk_ld(x, bf, j));
+  for (; j + TL_RK_W <= n; j += TL_RK_W) a0 = tl_rk_max(a0, tl_rk_ld(x, bf, j));
   if (j < n) a1 = tl_rk_max(a1, tl_rk_ld_n(x, bf, j, n - j, ninf));
   return tl_rk_hmax(tl_rk_max(tl_rk_max(a0, a1), tl_rk_max(a2, a3)));
 }
@@ -175,26 +178,28 @@ TL_RK_AI void tl_rk_prefetch64(const void *pf, int bf, int64_t j) {
 }
 
 TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, float *e, const void *pf, int ebf) {
-  tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+  tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
-  for (; j + 64 <= n; j += 64) {
-    tl_rk_prefetch64(pf, bf, j);
-    tl_vf32 t0 = tl_rk_exp_for(tl_rk_ld(x, bf, j) - m, ebf), t1 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 16) - m, ebf);
-    tl_vf32 t2 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 32) - m, ebf), t3 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 48) - m, ebf);
+  for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
+    if ((j & 63) == 0) tl_rk_prefetch64(pf, bf, j);
+    tl_rkv t0 = tl_rk_exp_for(tl_rk_ld(x, bf, j) - m, ebf);
+    tl_rkv t1 = tl_rk_exp_for(tl_rk_ld(x, bf, j + TL_RK_W) - m, ebf);
+    tl_rkv t2 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 2 * TL_RK_W) - m, ebf);
+    tl_rkv t3 = tl_rk_exp_for(tl_rk_ld(x, bf, j + 3 * TL_RK_W) - m, ebf);
     if (e) {
-      memcpy(e + j, &t0, 64), memcpy(e + j + 16, &t1, 64);
-      memcpy(e + j + 32, &t2, 64), memcpy(e + j + 48, &t3, 64);
+      memcpy(e + j, &t0, sizeof t0), memcpy(e + j + TL_RK_W, &t1, sizeof t1);
+      memcpy(e + j + 2 * TL_RK_W, &t2, sizeof t2), memcpy(e + j + 3 * TL_RK_W, &t3, sizeof t3);
     }
     a0 += t0, a1 += t1, a2 += t2, a3 += t3;
   }
-  for (; j + 16 <= n; j += 16) {
-    tl_vf32 t = tl_rk_exp_for(tl_rk_ld(x, bf, j) - m, ebf);
-    if (e) memcpy(e + j, &t, 64);
+  for (; j + TL_RK_W <= n; j += TL_RK_W) {
+    tl_rkv t = tl_rk_exp_for(tl_rk_ld(x, bf, j) - m, ebf);
+    if (e) memcpy(e + j, &t, sizeof t);
     a0 += t;
   }
   if (j < n) {
-    tl_vf32 t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - m, ebf);
-    t = tl_vf32_sel(tl_rk_lanes(n - j), t, tl_vf32_splat(0.0f));
+    tl_rkv t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - m, ebf);
+    t = tl_rk_sel(tl_rk_lanes(n - j), t, tl_rk_splat(0.0f));
     if (e) memcpy(e + j, &t, tl_rk_cnt(n - j) * 4);
     a1 += t;
   }
@@ -207,13 +212,13 @@ static float tl_rk_sumexp_row(const void *x, int xbf, int64_t n, float m, float 
 }
 
 TL_RK_AI float tl_rk_sum_row_(const void *x, int bf, int64_t n) {
-  tl_vf32 a0 = tl_vf32_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+  tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
-  for (; j + 64 <= n; j += 64) {
-    a0 += tl_rk_ld(x, bf, j), a1 += tl_rk_ld(x, bf, j + 16);
-    a2 += tl_rk_ld(x, bf, j + 32), a3 += tl_rk_ld(x, bf, j + 48);
+  for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
+    a0 += tl_rk_ld(x, bf, j), a1 += tl_rk_ld(x, bf, j + TL_RK_W);
+    a2 += tl_rk_ld(x, bf, j + 2 * TL_RK_W), a3 += tl_rk_ld(x, bf, j + 3 * TL_RK_W);
   }
-  for (; j + 16 <= n; j += 16) a0 += tl_rk_ld(x, bf, j);
+  for (; j + TL_RK_W <= n; j += TL_RK_W) a0 += tl_rk_ld(x, bf, j);
   if (j < n) a1 += tl_rk_ld_n(x, bf, j, n - j, 0.0f);
   return tl_rk_hsum((a0 + a1) + (a2 + a3));
 }
@@ -223,20 +228,20 @@ static float tl_rk_sum_row(const void *x, int xbf, int64_t n) {
 }
 
 TL_RK_AI void tl_rk_sumdev_row_(const void *x, int bf, int64_t n, float mh, float *sd, float *sd2, const void *pf) {
-  tl_vf32 s0 = tl_vf32_splat(0.0f), s1 = s0, q0 = s0, q1 = s0;
+  tl_rkv s0 = tl_rk_splat(0.0f), s1 = s0, q0 = s0, q1 = s0;
   int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
+  for (; j + 2 * TL_RK_W <= n; j += 2 * TL_RK_W) {
     if ((j & 63) == 0) tl_rk_prefetch64(pf, bf, j);
-    tl_vf32 d0 = tl_rk_ld(x, bf, j) - mh, d1 = tl_rk_ld(x, bf, j + 16) - mh;
+    tl_rkv d0 = tl_rk_ld(x, bf, j) - mh, d1 = tl_rk_ld(x, bf, j + TL_RK_W) - mh;
     s0 += d0, s1 += d1;
     q0 += d0 * d0, q1 += d1 * d1;
   }
-  for (; j + 16 <= n; j += 16) {
-    tl_vf32 d = tl_rk_ld(x, bf, j) - mh;
+  for (; j + TL_RK_W <= n; j += TL_RK_W) {
+    tl_rkv d = tl_rk_ld(x, bf, j) - mh;
     s0 += d, q0 += d * d;
   }
   if (j < n) { /* the fill mh gives d = 0 in the missing lanes */
-    tl_vf32 d = tl_rk_ld_n(x, bf, j, n - j, mh) - mh;
+    tl_rkv d = tl_rk_ld_n(x, bf, j, n - j, mh) - mh;
     s1 += d, q1 += d * d;
   }
   *sd = tl_rk_hsum(s0 + s1);
@@ -258,14 +263,14 @@ typedef struct tl_rk_args {
   float sa, sb, sc;                /* scalars */
 } tl_rk_args;
 
-/* The value of elements j..j+m-1 (m <= 16) for op. */
-TL_RK_AI tl_vf32 tl_rk_val(int op, const tl_rk_args *a, int xbf, int ybf, int64_t j, int64_t m) {
+/* The value of elements j..j+m-1 (m <= TL_RK_W) for op. */
+TL_RK_AI tl_rkv tl_rk_val(int op, const tl_rk_args *a, int xbf, int ybf, int64_t j, int64_t m) {
   switch (op) {
   case TL_RK_SCALE: return tl_rk_ld_c(a->e, 0, j, m, 0.0f) * a->sc;
   case TL_RK_EXPSCALE: return tl_rk_exp_for(tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa, ybf) * a->sc;
   case TL_RK_SHIFT: return (tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa) - a->sb;
   case TL_RK_NORM: {
-    tl_vf32 t = (tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa) * a->sb + a->sc;
+    tl_rkv t = (tl_rk_ld_c(a->x, xbf, j, m, 0.0f) - a->sa) * a->sb + a->sc;
     if (a->g) t *= tl_rk_ld_c(a->g, 0, j, m, 0.0f);
     if (a->b) t += tl_rk_ld_c(a->b, 0, j, m, 0.0f);
     return t;
@@ -283,20 +288,21 @@ TL_RK_AI tl_vf32 tl_rk_val(int op, const tl_rk_args *a, int xbf, int ybf, int64_
 TL_RK_AI void tl_rk_apply_(void *y, int ybf, int64_t n, int nt, int op, const tl_rk_args *a, int xbf) {
   int64_t j = 0, h = nt ? tl_rk_nt_head(y, ybf) : -1;
   if (h >= 0 && n - h >= 64) { /* short rows keep ordinary stores */
-    for (; j < h; j += 16) { /* the head: up to 15 f32 or 31 bf16 */
-      const int64_t m = h - j < 16 ? h - j : 16;
+    for (; j < h; j += TL_RK_W) { /* the head: up to 15 f32 or 31 bf16 */
+      const int64_t m = h - j < TL_RK_W ? h - j : TL_RK_W;
       tl_rk_st_n(y, ybf, j, m, tl_rk_val(op, a, xbf, ybf, j, m));
     }
     j = h;
-    if (ybf) /* whole 64-byte lines: 32 bf16 per streaming store */
-      for (; j + 32 <= n; j += 32)
-        TL_RK_NT_BF16X2((uint16_t *)y + j, tl_rk_val(op, a, xbf, ybf, j, 16), tl_rk_val(op, a, xbf, ybf, j + 16, 16));
-    for (; j + 16 <= n; j += 16) tl_rk_st_nt(y, ybf, j, tl_rk_val(op, a, xbf, ybf, j, 16));
+    if (ybf) /* 2 * TL_RK_W bf16 per streaming store: whole 64-byte lines with 16 lanes */
+      for (; j + 2 * TL_RK_W <= n; j += 2 * TL_RK_W)
+        TL_RK_NT_BF16X2((uint16_t *)y + j, tl_rk_val(op, a, xbf, ybf, j, TL_RK_W),
+                        tl_rk_val(op, a, xbf, ybf, j + TL_RK_W, TL_RK_W));
+    for (; j + TL_RK_W <= n; j += TL_RK_W) tl_rk_st_nt(y, ybf, j, tl_rk_val(op, a, xbf, ybf, j, TL_RK_W));
     if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, ybf, j, n - j));
     TL_RK_NT_FENCE();
     return;
   }
-  for (; j + 16 <= n; j += 16) tl_rk_st(y, ybf, j, tl_rk_val(op, a, xbf, ybf, j, 16));
+  for (; j + TL_RK_W <= n; j += TL_RK_W) tl_rk_st(y, ybf, j, tl_rk_val(op, a, xbf, ybf, j, TL_RK_W));
   if (j < n) tl_rk_st_n(y, ybf, j, n - j, tl_rk_val(op, a, xbf, ybf, j, n - j));
 }
 
@@ -353,7 +359,7 @@ static void tl_rk_shift_vv(void *y, int ybf, const void *x, int xbf, int64_t n, 
 
 TL_RK_AI void tl_rk_max_acc_(float *acc, const void *x, int bf, int64_t n) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) tl_rk_st(acc, 0, j, tl_rk_max(tl_rk_ld(acc, 0, j), tl_rk_ld(x, bf, j)));
+  for (; j + TL_RK_W <= n; j += TL_RK_W) tl_rk_st(acc, 0, j, tl_rk_max(tl_rk_ld(acc, 0, j), tl_rk_ld(x, bf, j)));
   if (j < n) {
     const float ninf = -__builtin_inff();
     tl_rk_st_n(acc, 0, j, n - j, tl_rk_max(tl_rk_ld_n(acc, 0, j, n - j, ninf), tl_rk_ld_n(x, bf, j, n - j, ninf)));
@@ -367,13 +373,13 @@ static void tl_rk_max_acc(float *acc, const void *x, int xbf, int64_t n) {
 
 TL_RK_AI void tl_rk_sumexp_acc_(float *acc, float *e, const void *x, int bf, int64_t n, const float *m, int ebf) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    tl_vf32 t = tl_rk_exp_for(tl_rk_ld(x, bf, j) - tl_rk_ld(m, 0, j), ebf);
+  for (; j + TL_RK_W <= n; j += TL_RK_W) {
+    tl_rkv t = tl_rk_exp_for(tl_rk_ld(x, bf, j) - tl_rk_ld(m, 0, j), ebf);
     if (e) tl_rk_st(e, 0, j, t);
     tl_rk_st(acc, 0, j, tl_rk_ld(acc, 0, j) + t);
   }
   if (j < n) {
-    tl_vf32 t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - tl_rk_ld_n(m, 0, j, n - j, 0.0f), ebf);
+    tl_rkv t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - tl_rk_ld_n(m, 0, j, n - j, 0.0f), ebf);
     if (e) tl_rk_st_n(e, 0, j, n - j, t);
     tl_rk_st_n(acc, 0, j, n - j, tl_rk_ld_n(acc, 0, j, n - j, 0.0f) + t);
   }

@@ -1,5 +1,5 @@
 /* attn_avx2.c — attention's online-softmax helpers (attn_kern.h) compiled with the avx2 flags and
- * the AVX2 row hooks (max, min and exp's scaling per ymm half). */
+ * the AVX2 row settings (8-lane vectors, max and min as single instructions). */
 #include "hooks_avx2.h"
 #include "../attn_kern.h"
 

@@ -1,60 +1,69 @@
-/* hooks_avx2.h — the AVX2 definitions of the row-code hooks (src/tile/vec_hooks.h) and of the
- * rows kernels' streaming stores, for the AVX2 instance files (rows_avx2.c, attn_avx2.c): a
- * 16-lane tl_vf32 is two ymm registers, and GNU C comparisons on it would be split into scalar
- * code by GCC 12, so max, min and exp's scaling are spelled with AVX2 intrinsics per half. */
+/* hooks_avx2.h — the AVX2 settings of the row code (src/tile/vec_hooks.h) and the rows kernels'
+ * streaming stores, for the AVX2 instance files (rows_avx2.c, attn_avx2.c): the row code's
+ * vectors are 8 lanes wide, one ymm register each (16-lane GNU C vectors have no register here:
+ * GCC 12 kept them on the stack, 5-30x the AVX-512 instance's cycles per element), max and min
+ * are single instructions, bf16 loads widen in one instruction, bf16 stores round in AVX2
+ * integer steps, and exp's 2^n is one multiply unless a lane's 2^n is denormal. */
 #ifndef TL_HOOKS_AVX2_H
 #define TL_HOOKS_AVX2_H
 
 #include <immintrin.h>
-#include <string.h>
+#include <stdint.h>
 
 #include <tilec_vec.h>
 
-#pragma GCC diagnostic ignored "-Wpsabi"
+#define TL_RK_W 8
 
-/* A 16-lane vector as its two ymm halves. */
-typedef union tl_rows_avx2_u {
-  tl_vf32 v;
-  __m256 h[2];
-} tl_rows_avx2_u;
+/* vmaxps / vminps: the second operand when either is NaN, as vec_hooks.h asks. */
+#define TL_RK_MAXPS(a, b) ((tl_rkv)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define TL_RK_MINPS(a, b) ((tl_rkv)_mm256_min_ps((__m256)(a), (__m256)(b)))
 
-static inline __attribute__((always_inline)) tl_vf32 tl_rows_avx2_max(tl_vf32 a, tl_vf32 b) {
-  tl_rows_avx2_u x = {a}, y = {b};
-  x.h[0] = _mm256_max_ps(x.h[0], y.h[0]), x.h[1] = _mm256_max_ps(x.h[1], y.h[1]);
-  return x.v;
+/* bf16 -> f32 as one vpmovzxwd and a shift (GCC 12 widens the GNU C vector in two halves: four
+ * instructions). */
+#define TL_RK_FROM_BF16(h) ((tl_rkv)_mm256_slli_epi32(_mm256_cvtepu16_epi32((__m128i)(h)), 16))
+
+/* p * 2^n for exp: one multiply by 2^n built from n's integer (vec_hooks.h's two-step scaling,
+ * nine instructions, where a lane's 2^n would be denormal, n < -126: the results are the same
+ * bits). n = 128 would give inf where the two steps give p * 2^128 (finite for p < 1): tl_rk_exp's
+ * arguments stay below 88 (vec_hooks.h), so n <= 127 here. 16-19% fewer cycles for exp on a Zen 5
+ * core. */
+typedef float tl_avx2_vf __attribute__((vector_size(32))); /* vec_hooks.h's tl_rkv and tl_rki */
+typedef int32_t tl_avx2_vi __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) tl_avx2_vf tl_rk_avx2_ldexp(tl_avx2_vf p, tl_avx2_vf n) {
+  const tl_avx2_vi ni = __builtin_convertvector(n, tl_avx2_vi);
+  if (__builtin_expect(_mm256_movemask_ps((__m256)(ni < -126)) != 0, 0))
+    return TL_VEC_LDEXP_(tl_avx2_vf, tl_avx2_vi, p, n);
+  return p * (tl_avx2_vf)((ni + 127) << 23);
 }
+#define TL_RK_LDEXP(p, n) tl_rk_avx2_ldexp((p), (n))
 
-static inline __attribute__((always_inline)) tl_vf32 tl_rows_avx2_min(tl_vf32 a, tl_vf32 b) {
-  tl_rows_avx2_u x = {a}, y = {b};
-  x.h[0] = _mm256_min_ps(x.h[0], y.h[0]), x.h[1] = _mm256_min_ps(x.h[1], y.h[1]);
-  return x.v;
+/* f32 -> bf16 rounded to nearest even, NaN made quiet (tl_vf32_to_bf16's bits, denormals kept),
+ * still in 32-bit lanes: ten instructions for two vectors' worth fewer than the generic code,
+ * whose unsigned NaN test and truncating narrowing cost five more per vector. */
+static inline __attribute__((always_inline)) __m256i tl_rk_avx2_bf16_lanes(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x), hi = _mm256_srli_epi32(u, 16);
+  const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i q = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+  return _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
 }
-
-/* p * 2^n: the exponent built per half (n integral, in [-150, 128]), in two steps as the
- * generic code. */
-static inline __attribute__((always_inline)) tl_vf32 tl_rows_avx2_ldexp(tl_vf32 p, tl_vf32 n) {
-  tl_rows_avx2_u x = {p}, y = {n};
-  for (int k = 0; k < 2; k++) {
-    __m256i ni = _mm256_cvtps_epi32(y.h[k]);
-    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
-    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
-    x.h[k] = _mm256_mul_ps(_mm256_mul_ps(x.h[k], s1), s2);
-  }
-  return x.v;
+static inline __attribute__((always_inline)) __m128i tl_rk_avx2_to_bf16(__m256 x) {
+  const __m256i r = tl_rk_avx2_bf16_lanes(x);
+  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
+/* Two vectors as 16 bf16 in order (the pack interleaves 128-bit halves; the permute undoes it). */
+static inline __attribute__((always_inline)) __m256i tl_rk_avx2_to_bf16x2(__m256 x0, __m256 x1) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(tl_rk_avx2_bf16_lanes(x0), tl_rk_avx2_bf16_lanes(x1)), 0xd8);
+}
+#define TL_RK_TO_BF16(v) ((tl_rkh)tl_rk_avx2_to_bf16((__m256)(v)))
 
-#define TL_RK_NT_F32(p, v)                                                         \
-  do {                                                                             \
-    tl_rows_avx2_u tl_nt_u_ = {(v)};                                               \
-    _mm256_stream_ps((float *)(p), tl_nt_u_.h[0]);                                 \
-    _mm256_stream_ps((float *)(p) + 8, tl_nt_u_.h[1]);                             \
-  } while (0)
-#define TL_RK_NT_BF16(p, h) _mm256_stream_si256((__m256i *)(void *)(p), (__m256i)(h))
+/* Streaming stores: 8 floats (32 bytes), 8 bf16 (16 bytes), and 16 bf16 converted from two
+ * vectors as one 32-byte store. */
+#define TL_RK_NT_F32(p, v) _mm256_stream_ps((float *)(p), (__m256)(v))
+#define TL_RK_NT_BF16(p, h) _mm_stream_si128((__m128i *)(void *)(p), (__m128i)(h))
+#define TL_RK_NT_BF16X2(p, v0, v1) \
+  _mm256_stream_si256((__m256i *)(void *)(p), tl_rk_avx2_to_bf16x2((__m256)(v0), (__m256)(v1)))
 #define TL_RK_NT_FENCE() _mm_sfence()
-/* The selections as two vmaxps / vminps on the halves (see rows_kern.h). */
-#define TL_RK_MAXPS(a, b) tl_rows_avx2_max((a), (b))
-#define TL_RK_MINPS(a, b) tl_rows_avx2_min((a), (b))
-#define TL_RK_LDEXP(p, n) tl_rows_avx2_ldexp((p), (n))
 
 #endif /* TL_HOOKS_AVX2_H */

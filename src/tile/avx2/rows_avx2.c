@@ -1,6 +1,6 @@
 /* rows_avx2.c — the AVX2 + FMA instance of the fused row kernels (rows_kern.h, contract in
- * rows_impl.h): the same source compiled with this folder's flags (tl_vf32 is two ymm), with
- * streaming stores for outputs the caller marks nt. */
+ * rows_impl.h): the same source compiled with this folder's flags (8-lane vectors, one ymm
+ * each), with streaming stores for outputs the caller marks nt. */
 #include "hooks_avx2.h"
 #include "../rows_kern.h"
 
