@@ -110,7 +110,7 @@ TL_RK_AI void tl_ak_put(float *s, uint16_t *pb, int64_t c, int64_t w, tl_rkv e) 
  * sum NaN, and then m_new too. Two vectors per iteration in both passes (max and exp latency). */
 TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl_dtype mdt, int64_t lim, float m_old,
                           float *m_new, uint16_t *pb, int ebf) {
-  const tl_rkv ninf = tl_rk_splat(-INFINITY);
+  const tl_rkv ninf = tl_rkv_splat(-INFINITY);
   const int64_t L = lim < 0 ? 0 : lim < n ? lim : n;
   int stored = mask != NULL || !(scale > 0.0f);
   tl_rkv lane;
@@ -131,7 +131,7 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
       if (mask) v = v + tl_ak_maskv(mask, mdt, c, w);
       if (w < TL_RK_W) {
         tl_ak_store_tail(s + c, w, v);
-        v = tl_rk_sel(lane >= (float)w, ninf, v); /* lanes past L do not count */
+        v = tl_rkv_sel(lane >= (float)w, ninf, v); /* lanes past L do not count */
       } else {
         tl_ak_store(s + c, v);
       }
@@ -153,7 +153,7 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
   const float mn = mx > m_old ? mx : m_old; /* a NaN m_old stays */
   const float ms = mn == -INFINITY ? 0.0f : mn; /* a row with no key yet: exp(-inf - 0) = 0 */
   const float sc = stored ? 1.0f : scale;
-  tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0;
+  tl_rkv a0 = tl_rkv_splat(0.0f), a1 = a0;
   for (c = 0; c + 2 * TL_RK_W <= L; c += 2 * TL_RK_W) {
     const tl_rkv e0 = tl_rk_exp_for(tl_ak_load(s + c) * sc - ms, ebf);
     const tl_rkv e1 = tl_rk_exp_for(tl_ak_load(s + c + TL_RK_W) * sc - ms, ebf);
@@ -163,10 +163,10 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
   }
   for (; c < n; c += TL_RK_W) { /* the last visible vector (lanes past L: -inf), then zeros */
     const int64_t w = n - c < TL_RK_W ? n - c : TL_RK_W;
-    tl_rkv e = tl_rk_splat(0.0f);
+    tl_rkv e = tl_rkv_splat(0.0f);
     if (c < L) {
       const tl_rkv t = (w < TL_RK_W ? tl_ak_load_tail(s + c, w, 0.0f) : tl_ak_load(s + c)) * sc - ms;
-      e = tl_rk_exp_for(tl_rk_sel(lane >= (float)(L - c), ninf, t), ebf);
+      e = tl_rk_exp_for(tl_rkv_sel(lane >= (float)(L - c), ninf, t), ebf);
     }
     tl_ak_put(s, pb, c, w, e);
     a0 += e;
@@ -196,7 +196,7 @@ static void tl_ak_store_row(void *dst, tl_dtype dt, const float *src, int64_t n,
     const int64_t w = n - c < TL_RK_W ? n - c : TL_RK_W;
     tl_rkv v = (w < TL_RK_W ? tl_ak_load_tail(src + c, w, 0.0f) : tl_ak_load(src + c)) * a;
     if (dt == TL_BF16) {
-      tl_rkh h = tl_rk_to_bf16_rne(v);
+      tl_rkh h = tl_rkv_to_bf16(v);
       memcpy((uint16_t *)dst + c, &h, (size_t)w * 2);
     } else if (w < TL_RK_W) {
       tl_ak_store_tail((float *)dst + c, w, v);
@@ -228,7 +228,7 @@ static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtyp
   for (; j + 4 <= n; j += 4) { /* four keys at a time: one horizontal sum per key */
     const char *k0 = (const char *)k + (size_t)(j * ks) * es;
     const size_t kb = (size_t)ks * es;
-    tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    tl_rkv a0 = tl_rkv_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
     for (size_t o = 0; o < 4 * kb; o += 64) __builtin_prefetch(k0 + 16 * kb + o); /* 16 keys ahead */
     for (int64_t c = 0; c < D; c += TL_RK_W) {
       const int64_t w = D - c < TL_RK_W ? D - c : TL_RK_W;
@@ -242,7 +242,7 @@ static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtyp
   }
   for (; j < n; j++) {
     const char *kr = (const char *)k + (size_t)(j * ks) * es;
-    tl_rkv a = tl_rk_splat(0.0f);
+    tl_rkv a = tl_rkv_splat(0.0f);
     for (int64_t c = 0; c < D; c += TL_RK_W) {
       const int64_t w = D - c < TL_RK_W ? D - c : TL_RK_W;
       a += (w < TL_RK_W ? tl_ak_load_tail(q + c, w, 0.0f) : tl_ak_load(q + c)) * tl_ak_rowv(kr, kdt, c, w);

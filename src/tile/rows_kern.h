@@ -153,7 +153,7 @@ TL_RK_AI float tl_rk_hmax(tl_rkv v) {
 
 TL_RK_AI float tl_rk_max_row_(const void *x, int bf, int64_t n) {
   const float ninf = -__builtin_inff();
-  tl_rkv a0 = tl_rk_splat(ninf), a1 = a0, a2 = a0, a3 = a0;
+  tl_rkv a0 = tl_rkv_splat(ninf), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
   for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
     a0 = tl_rk_max(a0, tl_rk_ld(x, bf, j));
@@ -178,7 +178,7 @@ TL_RK_AI void tl_rk_prefetch64(const void *pf, int bf, int64_t j) {
 }
 
 TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, float *e, const void *pf, int ebf) {
-  tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+  tl_rkv a0 = tl_rkv_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
   for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
     if ((j & 63) == 0) tl_rk_prefetch64(pf, bf, j);
@@ -199,7 +199,7 @@ TL_RK_AI float tl_rk_sumexp_row_(const void *x, int bf, int64_t n, float m, floa
   }
   if (j < n) {
     tl_rkv t = tl_rk_exp_for(tl_rk_ld_n(x, bf, j, n - j, 0.0f) - m, ebf);
-    t = tl_rk_sel(tl_rk_lanes(n - j), t, tl_rk_splat(0.0f));
+    t = tl_rkv_sel(tl_rk_lanes(n - j), t, tl_rkv_splat(0.0f));
     if (e) memcpy(e + j, &t, tl_rk_cnt(n - j) * 4);
     a1 += t;
   }
@@ -212,7 +212,7 @@ static float tl_rk_sumexp_row(const void *x, int xbf, int64_t n, float m, float 
 }
 
 TL_RK_AI float tl_rk_sum_row_(const void *x, int bf, int64_t n) {
-  tl_rkv a0 = tl_rk_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+  tl_rkv a0 = tl_rkv_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
   int64_t j = 0;
   for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
     a0 += tl_rk_ld(x, bf, j), a1 += tl_rk_ld(x, bf, j + TL_RK_W);
@@ -228,7 +228,7 @@ static float tl_rk_sum_row(const void *x, int xbf, int64_t n) {
 }
 
 TL_RK_AI void tl_rk_sumdev_row_(const void *x, int bf, int64_t n, float mh, float *sd, float *sd2, const void *pf) {
-  tl_rkv s0 = tl_rk_splat(0.0f), s1 = s0, q0 = s0, q1 = s0;
+  tl_rkv s0 = tl_rkv_splat(0.0f), s1 = s0, q0 = s0, q1 = s0;
   int64_t j = 0;
   for (; j + 2 * TL_RK_W <= n; j += 2 * TL_RK_W) {
     if ((j & 63) == 0) tl_rk_prefetch64(pf, bf, j);

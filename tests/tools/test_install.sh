@@ -14,7 +14,7 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 if cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then ok; else bad "cmake --install"; cat "$tmp/install.log" >&2; fi
-for f in include/tilec.h include/tilec_kernel.h include/tilec_tile.h include/tilec_vec.h include/tilec_ops.h include/tilec_roofline.h include/tilec_bench.h include/tilec_dlpack.h bin/tilec; do
+for f in include/tilec.h include/tilec_kernel.h include/tilec_tile.h include/tilec_vec.h include/tilec_vec_fns.h include/tilec_ops.h include/tilec_roofline.h include/tilec_bench.h include/tilec_dlpack.h bin/tilec; do
   [ -e "$tmp/prefix/$f" ] && ok || bad "$f not installed"
 done
 so=$(find "$tmp/prefix" -name 'libtilec.so.0' | head -1)

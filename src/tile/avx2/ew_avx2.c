@@ -5,58 +5,58 @@
  * - fill: any dtype, row-major with a unit last-dim stride, or tiled (the whole tile storage);
  * - cast, unary, binary: f32 and bf16 operands (any mix), row-major, unit last-dim stride (rows
  *   may have any stride), math in f32 as the scalar reference does; unary also takes other
- *   last-dim strides (through a 16-element buffer), so its results never depend on the layout;
+ *   last-dim strides (through an 8-element buffer), so its results never depend on the layout;
  * - reduce: f32 src with a unit last-dim stride, over the last axis (any dst dtype) or over
  *   axis 0 of a 2-D src (f32 dst with a unit stride).
- * Invariants: the elementwise loops work on 16-lane tl_vf32 values (two ymm each) from
- * tilec_vec.h; the partial chunk at the end of a row goes through a zero-filled 16-lane buffer
- * (only the row's own elements are copied in and out); the reductions use 8-lane intrinsics with
+ * Invariants: the elementwise loops work on 8-lane vectors, one ymm each (vec_hooks.h's tl_rkv
+ * with the AVX2 settings, and tilec_vec.h's helpers at that width: tl_rkv_exp, ...; 16-lane
+ * vectors have no register on AVX2 and GCC 12 kept them on the stack, 8-11x slower); the
+ * partial chunk at the end of a row goes through a zero-filled 8-lane buffer (only the row's own
+ * elements are copied in and out); the reductions use 8-lane intrinsics with
  * _mm256_maskload_ps / _mm256_maskstore_ps tails. Nothing outside the block is read or written;
- * no allocation, no locks, no state. Exactness is as in ew_avx512.c. */
-/* tl_vf32 is passed by value between the inline helpers; with no AVX-512 enabled GCC notes that
- * the (unused here: all of them are static) 64-byte vector ABI changed. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
+ * no allocation, no locks, no state. Exactness is as in ew_avx512.c (the helpers compute each
+ * lane the same way at any width). */
 #include <immintrin.h>
 #include <string.h>
 
 #include "../tile_rows.h"
+#include "hooks_avx2.h"
+#include "../vec_hooks.h"
 
 /* ---- rows ---- */
 
-
-/* m (1..16) elements from element j of a row of dtype dt (f32 or bf16) as f32; lanes >= m 0.
+/* m (1..8) elements from element j of a row of dtype dt (f32 or bf16) as f32; lanes >= m 0.
  * Signaling NaNs are made quiet, as the reference's trip through double does. */
-static inline __attribute__((always_inline)) tl_vf32 tl_x2_load(const void *row, tl_dtype dt, int64_t j, int64_t m) {
-  tl_vf32 v = tl_vf32_splat(0.0f);
+static inline __attribute__((always_inline)) tl_rkv tl_x2_load(const void *row, tl_dtype dt, int64_t j, int64_t m) {
+  tl_rkv v = tl_rkv_splat(0.0f);
   if (dt == TL_F32) {
-    if (m == 16)
-      memcpy(&v, (const float *)row + j, 64);
+    if (m == TL_RK_W)
+      memcpy(&v, (const float *)row + j, sizeof v);
     else
       memcpy(&v, (const float *)row + j, (size_t)m * 4);
   } else {
-    tl_vu16 h = {0};
-    if (m == 16)
-      memcpy(&h, (const uint16_t *)row + j, 32);
+    tl_rkh h = {0};
+    if (m == TL_RK_W)
+      memcpy(&h, (const uint16_t *)row + j, sizeof h);
     else
       memcpy(&h, (const uint16_t *)row + j, (size_t)m * 2);
-    v = tl_vf32_from_bf16(h);
+    v = TL_RK_FROM_BF16(h);
   }
-  return (tl_vf32)((tl_vi32)v | ((v != v) & 0x400000));
+  return (tl_rkv)((tl_rki)v | ((v != v) & 0x400000));
 }
 
-/* Stores lanes 0..m-1 (1..16) at element j of a row of dtype dt (bf16: rounded to nearest
+/* Stores lanes 0..m-1 (1..8) at element j of a row of dtype dt (bf16: rounded to nearest
  * even). */
-static inline __attribute__((always_inline)) void tl_x2_store(void *row, tl_dtype dt, int64_t j, int64_t m, tl_vf32 v) {
+static inline __attribute__((always_inline)) void tl_x2_store(void *row, tl_dtype dt, int64_t j, int64_t m, tl_rkv v) {
   if (dt == TL_F32) {
-    if (m == 16)
-      memcpy((float *)row + j, &v, 64);
+    if (m == TL_RK_W)
+      memcpy((float *)row + j, &v, sizeof v);
     else
       memcpy((float *)row + j, &v, (size_t)m * 4);
   } else {
-    tl_vu16 h = tl_vf32_to_bf16(v);
-    if (m == 16)
-      memcpy((uint16_t *)row + j, &h, 32);
+    tl_rkh h = TL_RK_TO_BF16(v);
+    if (m == TL_RK_W)
+      memcpy((uint16_t *)row + j, &h, sizeof h);
     else
       memcpy((uint16_t *)row + j, &h, (size_t)m * 2);
   }
@@ -100,27 +100,19 @@ int tl_avx2_fill(tl_ref *r, double v) {
 
 /* ---- unary ---- */
 
-/* Correctly rounded square root per lane (two vsqrtps). */
-static inline tl_vf32 tl_x2_sqrt(tl_vf32 x) {
-  union {
-    tl_vf32 v;
-    __m256 h[2];
-  } u = {.v = x};
-  u.h[0] = _mm256_sqrt_ps(u.h[0]);
-  u.h[1] = _mm256_sqrt_ps(u.h[1]);
-  return u.v;
-}
+/* Correctly rounded square root per lane (vsqrtps). */
+static inline tl_rkv tl_x2_sqrt(tl_rkv x) { return (tl_rkv)_mm256_sqrt_ps((__m256)x); }
 
 /* op(x) per lane, as tl_sc_unary1 in tile_scalar.c. */
-static inline __attribute__((always_inline)) tl_vf32 tl_x2_unary1(tl_unary op, tl_vf32 x) {
+static inline __attribute__((always_inline)) tl_rkv tl_x2_unary1(tl_unary op, tl_rkv x) {
   switch (op) {
-  case TL_UNARY_EXP: return tl_vf32_exp(x);
-  case TL_UNARY_LOG: return tl_vf32_log(x);
-  case TL_UNARY_TANH: return tl_vf32_tanh(x);
-  case TL_UNARY_ERF: return tl_vf32_erf(x);
-  case TL_UNARY_GELU: return tl_vf32_gelu(x);
-  case TL_UNARY_SILU: return tl_vf32_silu(x);
-  case TL_UNARY_RELU: return tl_vf32_sel(x <= 0.0f, tl_vf32_splat(0.0f), x); /* NaN kept */
+  case TL_UNARY_EXP: return tl_rkv_exp(x);
+  case TL_UNARY_LOG: return tl_rkv_log(x);
+  case TL_UNARY_TANH: return tl_rkv_tanh(x);
+  case TL_UNARY_ERF: return tl_rkv_erf(x);
+  case TL_UNARY_GELU: return tl_rkv_gelu(x);
+  case TL_UNARY_SILU: return tl_rkv_silu(x);
+  case TL_UNARY_RELU: return tl_rkv_sel(x <= 0.0f, tl_rkv_splat(0.0f), x); /* NaN kept */
   case TL_UNARY_NEG: return -x;
   case TL_UNARY_SQRT: return tl_x2_sqrt(x);
   case TL_UNARY_RSQRT: return 1.0f / tl_x2_sqrt(x);
@@ -130,15 +122,15 @@ static inline __attribute__((always_inline)) tl_vf32 tl_x2_unary1(tl_unary op, t
 }
 
 /* dst = op(src) for one row of n elements whose last-dim strides (elements) are not both 1:
- * 16 elements gathered into a buffer, the same vector math, scattered back, so a result does not
+ * 8 elements gathered into a buffer, the same vector math, scattered back, so a result does not
  * depend on the layout. */
 static void tl_x2_unary_row_strided(void *d, tl_dtype dd, int64_t sd, const void *s, tl_dtype sdt, int64_t ss,
                                     int64_t n, tl_unary op) {
-  float in[16], out[16];
-  for (int64_t j = 0; j < n; j += 16) {
-    int64_t m = n - j < 16 ? n - j : 16;
+  float in[TL_RK_W], out[TL_RK_W];
+  for (int64_t j = 0; j < n; j += TL_RK_W) {
+    int64_t m = n - j < TL_RK_W ? n - j : TL_RK_W;
     for (int64_t i = 0; i < m; i++) in[i] = (float)tl_load_f64(s, sdt, (j + i) * ss);
-    tl_x2_store(out, TL_F32, 0, 16, tl_x2_unary1(op, tl_x2_load(in, TL_F32, 0, m)));
+    tl_x2_store(out, TL_F32, 0, TL_RK_W, tl_x2_unary1(op, tl_x2_load(in, TL_F32, 0, m)));
     for (int64_t i = 0; i < m; i++) tl_store_f64(d, dd, (j + i) * sd, out[i]);
   }
 }
@@ -146,7 +138,8 @@ static void tl_x2_unary_row_strided(void *d, tl_dtype dd, int64_t sd, const void
 /* dst = op(src) for one row of n elements (dst may be src). */
 static void tl_x2_unary_row(void *d, tl_dtype dd, const void *s, tl_dtype sd, int64_t n, tl_unary op) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) tl_x2_store(d, dd, j, 16, tl_x2_unary1(op, tl_x2_load(s, sd, j, 16)));
+  for (; j + TL_RK_W <= n; j += TL_RK_W)
+    tl_x2_store(d, dd, j, TL_RK_W, tl_x2_unary1(op, tl_x2_load(s, sd, j, TL_RK_W)));
   if (j < n) tl_x2_store(d, dd, j, n - j, tl_x2_unary1(op, tl_x2_load(s, sd, j, n - j)));
 }
 
@@ -182,14 +175,14 @@ int tl_avx2_cast(tl_ref *dst, const tl_ref *src) {
 
 /* x op y per lane, as tl_sc_binary1: max and min return x when x is NaN or wins (ties
  * included), else y (so a NaN y is returned when x is not NaN). */
-static inline __attribute__((always_inline)) tl_vf32 tl_x2_binary1(tl_binary op, tl_vf32 x, tl_vf32 y) {
+static inline __attribute__((always_inline)) tl_rkv tl_x2_binary1(tl_binary op, tl_rkv x, tl_rkv y) {
   switch (op) {
   case TL_BINARY_ADD: return x + y;
   case TL_BINARY_SUB: return x - y;
   case TL_BINARY_MUL: return x * y;
   case TL_BINARY_DIV: return x / y;
-  case TL_BINARY_MAX: return tl_vf32_sel((x != x) | (x >= y), x, y);
-  case TL_BINARY_MIN: return tl_vf32_sel((x != x) | (x <= y), x, y);
+  case TL_BINARY_MAX: return tl_rkv_sel((x != x) | (x >= y), x, y);
+  case TL_BINARY_MIN: return tl_rkv_sel((x != x) | (x <= y), x, y);
   default: return x;
   }
 }
@@ -197,14 +190,14 @@ static inline __attribute__((always_inline)) tl_vf32 tl_x2_binary1(tl_binary op,
 /* One row: d = a op b, b either a row (bvec) or one value broadcast (bvec 0). */
 static void tl_x2_binary_row(void *d, tl_dtype dd, const void *a, tl_dtype ad, const void *b, tl_dtype bd,
                              int bvec, int64_t n, tl_binary op) {
-  tl_vf32 bs = tl_vf32_splat(bvec ? 0.0f : (float)tl_load_f64(b, bd, 0));
+  tl_rkv bs = tl_rkv_splat(bvec ? 0.0f : (float)tl_load_f64(b, bd, 0));
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    tl_vf32 y = bvec ? tl_x2_load(b, bd, j, 16) : bs;
-    tl_x2_store(d, dd, j, 16, tl_x2_binary1(op, tl_x2_load(a, ad, j, 16), y));
+  for (; j + TL_RK_W <= n; j += TL_RK_W) {
+    tl_rkv y = bvec ? tl_x2_load(b, bd, j, TL_RK_W) : bs;
+    tl_x2_store(d, dd, j, TL_RK_W, tl_x2_binary1(op, tl_x2_load(a, ad, j, TL_RK_W), y));
   }
   if (j < n) {
-    tl_vf32 y = bvec ? tl_x2_load(b, bd, j, n - j) : bs;
+    tl_rkv y = bvec ? tl_x2_load(b, bd, j, n - j) : bs;
     tl_x2_store(d, dd, j, n - j, tl_x2_binary1(op, tl_x2_load(a, ad, j, n - j), y));
   }
 }

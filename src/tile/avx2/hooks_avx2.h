@@ -8,9 +8,6 @@
 #define TL_HOOKS_AVX2_H
 
 #include <immintrin.h>
-#include <stdint.h>
-
-#include <tilec_vec.h>
 
 #define TL_RK_W 8
 
@@ -22,20 +19,9 @@
  * instructions). */
 #define TL_RK_FROM_BF16(h) ((tl_rkv)_mm256_slli_epi32(_mm256_cvtepu16_epi32((__m128i)(h)), 16))
 
-/* p * 2^n for exp: one multiply by 2^n built from n's integer (vec_hooks.h's two-step scaling,
- * nine instructions, where a lane's 2^n would be denormal, n < -126: the results are the same
- * bits). n = 128 would give inf where the two steps give p * 2^128 (finite for p < 1): tl_rk_exp's
- * arguments stay below 88 (vec_hooks.h), so n <= 127 here. 16-19% fewer cycles for exp on a Zen 5
- * core. */
-typedef float tl_avx2_vf __attribute__((vector_size(32))); /* vec_hooks.h's tl_rkv and tl_rki */
-typedef int32_t tl_avx2_vi __attribute__((vector_size(32)));
-static inline __attribute__((always_inline)) tl_avx2_vf tl_rk_avx2_ldexp(tl_avx2_vf p, tl_avx2_vf n) {
-  const tl_avx2_vi ni = __builtin_convertvector(n, tl_avx2_vi);
-  if (__builtin_expect(_mm256_movemask_ps((__m256)(ni < -126)) != 0, 0))
-    return TL_VEC_LDEXP_(tl_avx2_vf, tl_avx2_vi, p, n);
-  return p * (tl_avx2_vf)((ni + 127) << 23);
-}
-#define TL_RK_LDEXP(p, n) tl_rk_avx2_ldexp((p), (n))
+/* Any lane of a comparison's result set (vmovmskps): exp's 2^n is then one multiply unless a
+ * lane's 2^n would be denormal (vec_hooks.h's tl_rk_ldexp_normal). */
+#define TL_RK_ANY(m) (_mm256_movemask_ps((__m256)(m)) != 0)
 
 /* f32 -> bf16 rounded to nearest even, NaN made quiet (tl_vf32_to_bf16's bits, denormals kept),
  * still in 32-bit lanes: ten instructions for two vectors' worth fewer than the generic code,
