@@ -1,7 +1,7 @@
 /* tilec_vec.h — 16-lane f32 vectors for step bodies and ISA paths: GCC/Clang vector extensions
  * only (no intrinsics), so it compiles for any target and the compiler maps each operation to
- * the ISA of the including file (one zmm under -mavx512f, two ymm under -mavx2, four xmm on the
- * x86-64 baseline).
+ * the ISA of the including file (one zmm under -mavx512f; without AVX-512 each operation is split
+ * into ymm or xmm halves, and GCC 12 keeps the values on the stack between them: see below).
  *
  *   tl_vf32 x;
  *   memcpy(&x, row + j, sizeof x);          // 16 floats, any alignment

@@ -7,10 +7,15 @@
  * code (src/tile/vec_hooks.h), where 16-lane vectors would have no register of their own. No
  * include guard: each inclusion defines one family. Contracts and measured errors: tilec_vec.h. */
 
+#if !defined(TL_VF) || !defined(TL_VI) || !defined(TL_VU) || !defined(TL_VH) || !defined(TL_VFN)
+#error "tilec_vec_fns.h is included by tilec_vec.h: include that header instead"
+#endif
+
 /* Every lane set to v. */
 static inline TL_VF TL_VFN(splat)(float v) {
-  TL_VF r;
-  for (unsigned k = 0; k < sizeof r / sizeof v; k++) r[k] = v;
+  TL_VF r = {0};
+  unsigned k;
+  for (k = 0; k < sizeof r / sizeof v; k++) r[k] = v;
   return r;
 }
 
@@ -220,18 +225,20 @@ static inline TL_VF TL_VFN(gelu)(TL_VF x) {
  * below -88.7; this gives x*e^x rounded once, -0 from about -110 down): for x < 0 the product
  * is formed as (x * (e*2^64) * r) * 2^-64. -inf -> NaN, +inf -> +inf. */
 static inline TL_VF TL_VFN(silu)(TL_VF x) {
+  const float down = 5.42101086242752217e-20f; /* 2^-64 (no hex literal: C++ before 17) */
   TL_VF es = TL_VFN(exp2k_)(-TL_VFN(abs)(x), 64.0f); /* e * 2^64, never denormal */
+  TL_VF r;
   es = TL_VFN(sel)(x < -148.0f, TL_VFN(splat)(0.0f), es); /* below the clamp: x*e^x rounds to 0 */
-  TL_VF r = 1.0f / (1.0f + es * 0x1p-64f);
-  return TL_VFN(sel)(x < 0.0f, (x * (es * r)) * 0x1p-64f, x * r);
+  r = 1.0f / (1.0f + es * down);
+  return TL_VFN(sel)(x < 0.0f, (x * (es * r)) * down, x * r);
 }
 
-/* 16 bf16 bit patterns -> f32 (exact). */
+/* bf16 bit patterns -> f32 (exact). */
 static inline TL_VF TL_VFN(from_bf16)(TL_VH h) {
   return (TL_VF)(__builtin_convertvector(h, TL_VU) << 16);
 }
 
-/* f32 -> 16 bf16 bit patterns: round to nearest even; NaN -> quiet NaN with its sign and top
+/* f32 -> bf16 bit patterns: round to nearest even; NaN -> quiet NaN with its sign and top
  * payload bits (bit for bit tl_f32_to_bf16). */
 static inline TL_VH TL_VFN(to_bf16)(TL_VF x) {
   TL_VU u = (TL_VU)x;

@@ -1,9 +1,10 @@
 /* attn_impl.h — the vector helpers of attention's online softmax, one table per ISA.
  *
- * The code is written once, as static-inline functions on tl_vf32 in attn_kern.h; each ISA
+ * The code is written once, as static-inline functions on vec_hooks.h's tl_rkv (16 lanes on
+ * AVX-512, 8 on AVX2, 4 in the baseline) in attn_kern.h; each ISA
  * instantiates it in a short file compiled with that ISA's flags and row hooks
  * (src/tile/<isa>/attn_<isa>.c with hooks_<isa>.h; see src/tile/vec_hooks.h) and attn_scalar.c
- * is the baseline instance (the same source lowered to the baseline vector width).
+ * is the baseline instance.
  * attn_registry.c lists them under the TILEC_HAVE_<ISA> guards. The kernel picks its table from
  * the program's ISA (tl_prog_isa), so a TILEC_ISA cap selects the path.
  *

@@ -1,5 +1,5 @@
 /* attn_kern.h — attention's online-softmax vector code, written once on vec_hooks.h's tl_rkv
- * (TL_RK_W lanes: 16, 8 in the AVX2 instance).
+ * (TL_RK_W lanes: 16 on AVX-512, 8 on AVX2, 4 in the baseline instance).
  *
  * Included only by the per-ISA instance files (attn_scalar.c, <isa>/attn_<isa>.c), which define
  * TL_ATTN_IMPL_NAME / TL_ATTN_IMPL_ISA and get the table below compiled with their flags. The

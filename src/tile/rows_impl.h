@@ -1,7 +1,8 @@
 /* rows_impl.h — the fused row kernels of softmax and the norms (src/kernels/softmax.c, norm.c),
  * one table of function pointers per ISA level.
  *
- * The kernels are written once, as static functions on tl_vf32, in rows_kern.h; each ISA folder
+ * The kernels are written once, as static functions on vec_hooks.h's tl_rkv (the ISA's own
+ * vector width: 16 lanes on AVX-512, 8 on AVX2, 4 in the baseline), in rows_kern.h; each ISA folder
  * instantiates them with its own compiler flags (src/tile/<isa>/rows_<isa>.c) and the portable
  * baseline instance is src/tile/rows_scalar.c. rows_registry.c lists the instances under the
  * TILEC_HAVE_<ISA> guards; tl_rows_impl_for picks the best one at or below a program's ISA.

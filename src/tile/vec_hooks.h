@@ -48,6 +48,9 @@
 #ifndef TL_RK_W
 #define TL_RK_W 16
 #endif
+#if TL_RK_W != 4 && TL_RK_W != 8 && TL_RK_W != 16
+#error "vec_hooks.h: TL_RK_W must be 4, 8 or 16 (the horizontal reductions halve it)"
+#endif
 typedef float tl_rkv __attribute__((vector_size(4 * TL_RK_W)));
 typedef int32_t tl_rki __attribute__((vector_size(4 * TL_RK_W)));
 typedef uint32_t tl_rku __attribute__((vector_size(4 * TL_RK_W)));

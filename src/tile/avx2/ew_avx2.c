@@ -10,7 +10,8 @@
  *   axis 0 of a 2-D src (f32 dst with a unit stride).
  * Invariants: the elementwise loops work on 8-lane vectors, one ymm each (vec_hooks.h's tl_rkv
  * with the AVX2 settings, and tilec_vec.h's helpers at that width: tl_rkv_exp, ...; 16-lane
- * vectors have no register on AVX2 and GCC 12 kept them on the stack, 8-11x slower); the
+ * vectors have no register on AVX2 and GCC 12 kept them on the stack: exp 5.5x and add 7.7x slower on a
+ * 64x1024 block, docs/kernels.md); the
  * partial chunk at the end of a row goes through a zero-filled 8-lane buffer (only the row's own
  * elements are copied in and out); the reductions use 8-lane intrinsics with
  * _mm256_maskload_ps / _mm256_maskstore_ps tails. Nothing outside the block is read or written;

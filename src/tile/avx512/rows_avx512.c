@@ -1,5 +1,5 @@
 /* rows_avx512.c — the AVX-512 instance of the fused row kernels (rows_kern.h, contract in
- * rows_impl.h): the same source compiled with this folder's flags (tl_vf32 is one zmm), with
+ * rows_impl.h): the same source compiled with this folder's flags (16-lane vectors, one zmm), with
  * streaming stores (vmovntps / vmovntdq) for outputs the caller marks nt, and exp's 2^n applied
  * by vscalefps (one rounding, as the two-step scaling of the generic code). */
 #include "hooks_avx512.h"

@@ -10,7 +10,7 @@
 
 #include "../avx512/hooks_avx512.h"
 
-#define TL_RK_TO_BF16(v) ((tl_vu16)_mm512_cvtneps_pbh((__m512)(v)))
+#define TL_RK_TO_BF16(v) ((tl_rkh)_mm512_cvtneps_pbh((__m512)(v)))
 /* 32 outputs as one 64-byte streaming store (vcvtne2ps2bf16 puts v1 in the upper half): a whole
  * line per store instead of two halves */
 #define TL_RK_NT_BF16X2(p, v0, v1) \
