@@ -6,7 +6,8 @@
  * TL_A5_STREAM_BYTES: the streaming kernel; 1-4 rows with at most 128 / 64 columns: the skinny
  * one; else 32-column panels), and from any row count when the block
  * is at most TL_A5_SMALL_B bytes and its panels stay in L1 (tl_a5_b_fits_l1); tiled in
- * 16-column tiles without interleave read in place; anything else (row-major from TL_A5_PACK_M
+ * 16-column tiles without interleave read in place (5-16 rows: one tile at a time in one pass,
+ * tl_a5_kern16, with a packed; otherwise 32-column panels of two tiles); anything else (row-major from TL_A5_PACK_M
  * rows, TL_DOT_TRANS_B, other tilings, strided) staged per panel of 32 columns x TL_A5_KC rows,
  * with a packed into 8-row micro-panels per TL_A5_MC x TL_A5_KC chunk. Other dtypes: 0.
  *
@@ -163,6 +164,61 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
     const tl_a5_pf *pf = last_full || (pfn && pfn->single && m <= TL_A5_MR) ? pfn : NULL;
     if (pq) tl_prefetch_pump(pq);
     tl_a5_block(mr, nv, form, kc, ai, lda, b, ldb, bo, c + i0 * ldc, ldc, m0, m1, accum, pf);
+  }
+}
+
+/* 5-16 rows of acc over one 16-column tile of b read in place (tiled16: the tile's rows of 16
+ * floats one after another), a packed by tl_a5_pack_a: every row of acc in one pass with up to 16
+ * zmm accumulators, so each line of b is loaded once, and b's lines are prefetched TL_A5_T16_PF
+ * bytes ahead into L1 (past the tile's end: the next tile of the tile row, which the caller reads
+ * next). The 8x32 panels ran 9-16 rows as two passes over 64 KiB of b, only the second one
+ * prefetching (the next panel, into L2), and 5-8 rows with no prefetch. A throwaway harness
+ * streaming 64 MiB of such tiles on the 2 threads of the Zen 5 VM measured 16 rows in one pass at
+ * 2.1-2.7 ms without prefetch, 1.9-2.0 with lines 2 KiB ahead, 1.62-1.79 at 4 KiB and 1.48-1.70
+ * at 6-12 KiB; tl_matmul with b pre-packed (16x4096x4096, three alternating runs) 1.65-1.70 ms
+ * at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at 12, 1.54-1.57 at 16, against 1.81-1.94 before. a is
+ * packed because its rows, a row stride apart (16 KiB for K = 4096), would share one L1 set:
+ * read in place, 16 of them measured slower than the two passes. mr is a constant at every call
+ * (tl_a5_tile16). */
+#ifndef TL_A5_T16_PF
+#define TL_A5_T16_PF 12288
+#endif
+static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t kc, const float *a, const float *b,
+                                                               float *c, int64_t ldc, __mmask16 m0, int accum) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) acc[i] = i < mr && accum ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    _mm_prefetch((const char *)(b + k * 16) + TL_A5_T16_PF, _MM_HINT_T0);
+    const __m512 bk = _mm512_loadu_ps(b + k * 16);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+      if (i >= mr) break;
+      acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[(i / TL_A5_MR) * TL_A5_MR * kc + k * TL_A5_MR + i % TL_A5_MR]), bk, acc[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    if (i >= mr) break;
+    _mm512_mask_storeu_ps(c + i * ldc, m0, acc[i]);
+  }
+}
+
+static void tl_a5_tile16(int mr, int64_t kc, const float *a, const float *b, float *c, int64_t ldc, __mmask16 m0,
+                         int accum) {
+  switch (mr) {
+  case 5: tl_a5_kern16(5, kc, a, b, c, ldc, m0, accum); break;
+  case 6: tl_a5_kern16(6, kc, a, b, c, ldc, m0, accum); break;
+  case 7: tl_a5_kern16(7, kc, a, b, c, ldc, m0, accum); break;
+  case 8: tl_a5_kern16(8, kc, a, b, c, ldc, m0, accum); break;
+  case 9: tl_a5_kern16(9, kc, a, b, c, ldc, m0, accum); break;
+  case 10: tl_a5_kern16(10, kc, a, b, c, ldc, m0, accum); break;
+  case 11: tl_a5_kern16(11, kc, a, b, c, ldc, m0, accum); break;
+  case 12: tl_a5_kern16(12, kc, a, b, c, ldc, m0, accum); break;
+  case 13: tl_a5_kern16(13, kc, a, b, c, ldc, m0, accum); break;
+  case 14: tl_a5_kern16(14, kc, a, b, c, ldc, m0, accum); break;
+  case 15: tl_a5_kern16(15, kc, a, b, c, ldc, m0, accum); break;
+  default: tl_a5_kern16(16, kc, a, b, c, ldc, m0, accum); break;
   }
 }
 
@@ -437,6 +493,25 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   }
   /* few rows, or b already in contiguous 16-column tiles (then packing a measured 4-12% slower
    * at 256-2048 rows): a read in place, b panels in place or staged */
+  /* 5-16 rows: one pass per tile (tl_a5_kern16), a packed per k chunk of at most 512 (32 KiB of
+   * stack), the tiles of a tile row read in order; `tilec bench gemm --dtype f32 --threads 2` b
+   * pre-packed, 2026-11-27: 16x4096x4096 1.81-1.94 -> 1.52-1.58 ms, 16x11008x4096 5.07-5.17 ->
+   * 4.21-4.32, 16x4096x11008 5.13-5.55 -> 4.54-4.61, 8 rows 1.82-1.95 -> 1.59-1.64, 5 rows a wash
+   * (1-4 rows measured slower or the same this way). a16 is abuf's start (32 KiB of its 64). */
+  _Alignas(64) float abuf[TL_CDIV(TL_A5_MC, TL_A5_MR) * TL_A5_MR * TL_A5_KC];
+  if (tiled16 && m > 4 && m <= 16) {
+    float *a16 = abuf; /* 16 x 512 of its 128 x 128 */
+    for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+      kc = TL_MIN(TL_MIN(tr - k0 % tr, kk - k0), 512);
+      tl_a5_pack_a(a16, pa, lda, m, k0, kc);
+      for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
+        if (pq) tl_prefetch_pump(pq);
+        tl_a5_tile16((int)m, kc, a16, bp, pc + j0, ldc, tl_a5_mask(n - j0), accum || k0 > 0);
+      }
+    }
+    return 1;
+  }
   if (m < TL_A5_PACK_M || tiled16) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;
@@ -458,7 +533,6 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
     return 1;
   }
   /* a packed per (row chunk, k chunk), b per (k chunk, panel): both contiguous, L1-resident */
-  _Alignas(64) float abuf[TL_CDIV(TL_A5_MC, TL_A5_MR) * TL_A5_MR * TL_A5_KC];
   for (int64_t i0 = 0; i0 < m; i0 += TL_A5_MC) {
     const int64_t mc = m - i0 < TL_A5_MC ? m - i0 : TL_A5_MC;
     for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
