@@ -7,7 +7,8 @@
  * instruction wants (bf16: vnni 2, int8: vnni 4) with tile_c a multiple of 16 — the AMX B layout
  * (tile_r x 16) is one such; with up to 16 rows of acc a row-major b with unit column stride is
  * read in place too (pairs / quads built in registers; a block past TL_BF_STREAM_BYTES walked
- * TL_BF_STREAM_K rows at a time); any other b (row-major with more rows, strided, TL_DOT_TRANS_B —
+ * TL_BF_STREAM_K rows at a time); 5-16 rows over tiles with tile_c 16 go one tile at a time in
+ * one pass with a packed (tl_bf_tile16); any other b (row-major with more rows, strided, TL_DOT_TRANS_B —
  * by dword transposes when its column stride is 1 —, other tilings) is staged per panel of 32
  * columns on the stack in that layout first. Integer sign combinations:
  * u8 x s8 directly; s8 x u8 with the operands swapped in VPDPBUSD (the product commutes); s8 x s8
@@ -24,7 +25,7 @@
  *   inputs read as zero and denormal results flush to zero (instruction semantics).
  * - int8: int32 arithmetic that wraps (exact modulo 2^32): equal to the scalar reference while
  *   the true result fits in int32.
- * - No allocation, no locks; the stack holds at most one 16 KiB panel.
+ * - No allocation, no locks; the stack holds one 16 KiB panel and 32 KiB of packed a.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -95,16 +96,18 @@ static inline __attribute__((always_inline)) __m512i tl_bf_step(tl_bf_mode mode,
  * panel). mode, mr, nv and pfk = (pfo != 0) are compile-time constants at every call (tl_bf_kern
  * gives pfk). */
 static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode, int mr, int nv, int pfk, int64_t kk,
-                                                                const char *a, int64_t ldab, const tl_bf_bsrc *src,
-                                                                char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1,
-                                                                int accum, int64_t pfo) {
+                                                                const char *a, int64_t ldab, int64_t ags,
+                                                                const tl_bf_bsrc *src, char *c, int64_t ldcb,
+                                                                __mmask16 m0, __mmask16 m1, int accum, int64_t pfo,
+                                                                int ms) {
   const int ge = mode == TL_BF_BF16 ? 2 : 4, esz = mode == TL_BF_BF16 ? 2 : 1;
-  __m512i acc[TL_BF_MR][2], cs[2];
+  __m512i acc[16][2], cs[2];
   cs[0] = cs[1] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-  for (int i = 0; i < TL_BF_MR; i++) {
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    if (i >= mr) break;
     acc[i][0] = acc[i][1] = _mm512_setzero_si512();
-    if (i < mr && accum) {
+    if (i < ms && accum) {
       acc[i][0] = _mm512_maskz_loadu_epi32(m0, c + i * ldcb);
       if (nv == 2) acc[i][1] = _mm512_maskz_loadu_epi32(m1, c + i * ldcb + 64);
     }
@@ -116,9 +119,11 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
   while (g < full) {
     const int64_t cnt = full - g < src->kseg ? full - g : src->kseg;
     for (int64_t q = 0; q < cnt; q++) {
-      if (pfk) { /* the next panel's vectors, one group each, into L2 */
+      if (pfk == 1) { /* the next panel's vectors, one group each, into L2 */
         _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T1);
         if (nv == 2) _mm_prefetch(s1 + q * src->rowb + pfo, _MM_HINT_T1);
+      } else if (pfk == 2) { /* this stream, pfo bytes ahead, into L1 (tl_bf_tile16) */
+        _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T0);
       }
       const __m512i bv0 = _mm512_loadu_si512(s0 + q * src->rowb);
       const __m512i bv1 = nv == 2 ? _mm512_loadu_si512(s1 + q * src->rowb) : _mm512_setzero_si512();
@@ -126,9 +131,9 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
         cs[0] = tl_bf_dpbusd(cs[0], ones, bv0);
         if (nv == 2) cs[1] = tl_bf_dpbusd(cs[1], ones, bv1);
       }
-      const int64_t off = (g + q) * ge * esz;
-#pragma GCC unroll 8
-      for (int i = 0; i < TL_BF_MR; i++) {
+      const int64_t off = (g + q) * ags;
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; i++) {
         if (i >= mr) break;
         int32_t w;
         memcpy(&w, a + i * ldab + off, 4);
@@ -159,13 +164,13 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
       cs[0] = tl_bf_dpbusd(cs[0], ones_t, bv0);
       if (nv == 2) cs[1] = tl_bf_dpbusd(cs[1], ones_t, bv1);
     }
-    const int64_t off = full * ge * esz;
+    const int64_t off = full * ags;
     /* the valid bytes by a masked load (one that never faults past them): a memcpy of a size
      * known only at run time was a call to libc's per row (int8 1023^3 with a read in place:
      * 2.6% slower than a staged a padded to whole quads) */
     const __mmask16 tm = (__mmask16)((1u << (esz * rest)) - 1u);
-#pragma GCC unroll 8
-    for (int i = 0; i < TL_BF_MR; i++) {
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
       if (i >= mr) break;
       uint32_t w = (uint32_t)_mm_cvtsi128_si32(_mm_maskz_loadu_epi8(tm, a + i * ldab + off));
       if (mode == TL_BF_SS) w ^= 0x80808080u & keep;
@@ -174,9 +179,9 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
       if (nv == 2) acc[i][1] = tl_bf_step(mode, acc[i][1], av, bv1);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < TL_BF_MR; i++) {
-    if (i >= mr) break;
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    if (i >= mr || i >= ms) break;
     if (mode == TL_BF_SS) {
       acc[i][0] = _mm512_sub_epi32(acc[i][0], _mm512_slli_epi32(cs[0], 7));
       if (nv == 2) acc[i][1] = _mm512_sub_epi32(acc[i][1], _mm512_slli_epi32(cs[1], 7));
@@ -193,8 +198,9 @@ static inline __attribute__((always_inline)) void tl_bf_kern(tl_bf_mode mode, in
                                                              const char *a, int64_t ldab, const tl_bf_bsrc *src,
                                                              char *c, int64_t ldcb, __mmask16 m0, __mmask16 m1,
                                                              int accum, int64_t pfo) {
-  if (pfo) tl_bf_kern_pf(mode, mr, nv, 1, kk, a, ldab, src, c, ldcb, m0, m1, accum, pfo);
-  else tl_bf_kern_pf(mode, mr, nv, 0, kk, a, ldab, src, c, ldcb, m0, m1, accum, 0);
+  /* a's groups 4 bytes apart in a row (a bf16 pair, an int8 quad) */
+  if (pfo) tl_bf_kern_pf(mode, mr, nv, 1, kk, a, ldab, 4, src, c, ldcb, m0, m1, accum, pfo, mr);
+  else tl_bf_kern_pf(mode, mr, nv, 0, kk, a, ldab, 4, src, c, ldcb, m0, m1, accum, 0, mr);
 }
 
 /* One call of the microkernel copy for (mode, MR_, nv): MR_ a constant. */
@@ -242,6 +248,45 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
   }
 }
 #undef TL_BF_DISPATCH
+
+/* 5-16 rows of acc over one 16-column tile of b in place (tile_c 16), a packed by tl_bf_pack_a16
+ * (group g of row i at a16[g * 16 + i], rows past m zero): all the rows in one pass (16 or 8
+ * accumulators; the rows past m are computed on zeros and never loaded or stored), each line of b
+ * loaded once and prefetched TL_BF_T16_PF bytes ahead into L1 (past the tile: the next tile of the
+ * tile row, which the caller reads next). As tl_a5_kern16 for f32 (dot_avx512.c), where the two
+ * passes of the 8x32 panels over 9-16 rows left memory idle during the second. */
+#define TL_BF_T16_PF 12288
+static void tl_bf_tile16(tl_bf_mode mode, int64_t m, int64_t kk, const char *a16, const tl_bf_bsrc *src, char *c,
+                         int64_t ldcb, __mmask16 m0, int accum) {
+  const int ms = (int)m;
+#define TL_BF_T16(MODE)                                                                                          \
+  do {                                                                                                           \
+    if (m > 8) tl_bf_kern_pf(MODE, 16, 1, 2, kk, a16, 4, 64, src, c, ldcb, m0, 0, accum, TL_BF_T16_PF, ms);     \
+    else tl_bf_kern_pf(MODE, 8, 1, 2, kk, a16, 4, 64, src, c, ldcb, m0, 0, accum, TL_BF_T16_PF, ms);            \
+  } while (0)
+  switch (mode) {
+  case TL_BF_BF16: TL_BF_T16(TL_BF_BF16); break;
+  case TL_BF_UB: TL_BF_T16(TL_BF_UB); break;
+  case TL_BF_BU: TL_BF_T16(TL_BF_BU); break;
+  default: TL_BF_T16(TL_BF_SS); break;
+  }
+#undef TL_BF_T16
+}
+
+/* Rows [0, m) (m <= 16) of a (row stride ldab bytes), elements [k0, k0 + kc), as 4-byte groups:
+ * group g of row i at out[g * 16 + i]; the bytes of a partial last group past kc, and the rows
+ * from m to 16, zero. es: bytes per element. */
+static void tl_bf_pack_a16(uint32_t *out, const char *a, int64_t ldab, int64_t m, int64_t k0, int64_t kc, int64_t es) {
+  const int64_t ng = TL_CDIV(kc * es, 4), full = kc * es / 4;
+  for (int64_t i = 0; i < 16; i++) {
+    const char *row = a + i * ldab + k0 * es;
+    for (int64_t g = 0; g < ng; g++) {
+      uint32_t w = 0;
+      if (i < m) memcpy(&w, row + g * 4, g < full ? 4 : (size_t)(kc * es - full * 4));
+      out[g * 16 + i] = w;
+    }
+  }
+}
 
 /* ---- bf16 with b row-major in place (few rows of a: a memory-bound product) ----
  *
@@ -683,6 +728,30 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
   const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + __builtin_popcountll((unsigned long long)(m % TL_BF_MR)));
   const int64_t pq = TL_CDIV(pending, calls);
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
+  /* 5-16 rows over b's 16-column tiles in place: tile after tile in one pass each (tl_bf_tile16),
+   * a packed per k chunk of at most 512 groups (32 KiB), within one tile row. `tilec bench gemm
+   * --threads 2` with b pre-packed, three alternating runs on the Zen 5 VM, before -> after: bf16
+   * 16x4096x4096 1.01-1.10 -> 0.73-0.82 ms, 16x11008x4096 2.69-2.96 -> 2.01-2.31, 16x4096x11008
+   * 2.99-3.36 -> 2.33-2.37, 12 rows 1.00-1.20 -> 0.84, 8 rows 0.84-0.98 -> 0.82-0.87, 5 rows
+   * 1.04-1.20 -> 0.82-0.83; int8 (u8 x s8) 16x4096x4096 489-543 -> 420-455 us, 16x11008x4096
+   * 1.33-1.50 -> 1.11-1.13 ms, 16x4096x11008 1.60-1.63 -> 1.16-1.23, 12 rows 501-547 -> 430-437
+   * us, 8 rows 457-463 -> 442-452, 5 rows 507-536 -> 425-433 */
+  if (direct && bl.tile_c == 16 && m > 4 && m <= 16) {
+    _Alignas(64) uint32_t a16[16 * 512];
+    const int64_t tr = bl.tile_r, tcols = TL_CDIV(n, 16), tile = tr * 16 * es;
+    for (int64_t k0 = 0, kc; k0 < kk || k0 == 0; k0 += kc) {
+      kc = TL_MIN(TL_MIN(kk - k0, tr - k0 % tr), 512 * ge);
+      tl_bf_pack_a16(a16, pa, ldab, m, k0, kc, es);
+      for (int64_t j0 = 0; j0 < n; j0 += 16) {
+        const char *b0 = (const char *)b->data + ((k0 / tr) * tcols + j0 / 16) * tile + (k0 % tr) * 16 * es;
+        const tl_bf_bsrc src = {.b0 = b0, .b1 = b0, .rowb = 16 * ge * es, .kseg = TL_CDIV(kc, ge) + 1, .segb = 0};
+        if (pq) tl_prefetch_pump(pq);
+        tl_bf_tile16(mode, m, kc, (const char *)a16, &src, pc + j0 * 4, ldcb, tl_bf_mask(n - j0), accum || k0 > 0);
+      }
+      if (kk == 0) break;
+    }
+    return 1;
+  }
   for (int64_t j0 = 0; j0 < n; j0 += TL_BF_NR) {
     const int64_t nr = n - j0 < TL_BF_NR ? n - j0 : TL_BF_NR;
     const int nv = nr > 16 ? 2 : 1;
