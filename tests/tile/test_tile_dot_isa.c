@@ -299,6 +299,14 @@ static void test_random_cases(void) {
                           .accum = (int)(i & 1), .bkind = bk, .tile_r = trs[i % 3], .tile_c = 16, .vnni = 1};
             run_case(ctx, (tl_isa)isa, &c, &rng);
           }
+        /* 5-16 rows over 16-column tiles (the one-pass tile kernel): tile rows longer than its
+         * 512-deep k chunks, k spanning several tile rows, n not a multiple of 16 */
+        for (int64_t m = 5; m <= 16; m += m == 5 ? 4 : 7) {
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = m == 9 ? 40 : 17, .k = m == 16 ? 1300 : 611,
+                        .accum = (int)(m & 1), .bkind = B_TILED, .tile_r = m == 16 ? 600 : 1100, .tile_c = 16,
+                        .vnni = 1, .pad_a = 2, .pad_c = 1};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
         /* one row block of 5-8 rows against row-major b in place (row gaps): the block prefetches
          * the next panel too */
         for (int64_t m = 5; m <= 8; m += 3) {
@@ -324,6 +332,16 @@ static void test_random_cases(void) {
           const int v = pairs[p][0] == TL_BF16 ? 2 : 4;
           dot_case c = {.ta = pairs[p][0], .tb = pairs[p][1], .m = m, .n = 70, .k = 130, .accum = (int)(m == 7),
                         .bkind = B_TILED, .tile_r = 16 * v, .tile_c = 16, .vnni = v, .pad_a = 2, .pad_c = 1};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
+        /* 5-16 rows over 16-column VNNI tiles (the one-pass tile kernel): tile rows longer than
+         * its 512-group k chunks, k spanning tile rows and ending inside a pair / quad, n not a
+         * multiple of 16, rows computed past m (9 rows run 16) */
+        for (int64_t m = 5; m <= 16; m += m == 5 ? 3 : m == 8 ? 1 : 7) {
+          const int64_t v = pairs[p][0] == TL_BF16 ? 2 : 4, tr = m & 1 ? 520 * v : 16 * v;
+          dot_case c = {.ta = pairs[p][0], .tb = pairs[p][1], .m = m, .n = m == 8 ? 40 : 17, .k = tr + 150 * v + 1,
+                        .accum = (int)(m & 1), .bkind = B_TILED, .tile_r = (int)tr, .tile_c = 16, .vnni = (int)v,
+                        .pad_a = 2, .pad_c = 1};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
         /* few rows against a row-major b block past 1 MiB: walked 8 rows at a time (k odd and not

@@ -1,4 +1,5 @@
-/* dot_avx512.c — tl_tile_dot for f32 on AVX-512: acc (+)= a @ b with an 8x32 FMA microkernel.
+/* dot_avx512.c — tl_tile_dot for f32 on AVX-512: acc (+)= a @ b with an 8x32 FMA microkernel
+ * (and a one-pass kernel of up to 16 rows x 16 columns for 5-16 rows over tiled b).
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride). b: row-major with unit
@@ -204,8 +205,10 @@ static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t k
   }
 }
 
-static void tl_a5_tile16(int mr, int64_t kc, const float *a, const float *b, float *c, int64_t ldc, __mmask16 m0,
-                         int accum) {
+/* Kept out of line: inlined into tl_avx512_dot, GCC kept the k counter on the stack (a review's
+ * disassembly). */
+static __attribute__((noinline)) void tl_a5_tile16(int mr, int64_t kc, const float *a, const float *b, float *c,
+                                                   int64_t ldc, __mmask16 m0, int accum) {
   switch (mr) {
   case 5: tl_a5_kern16(5, kc, a, b, c, ldc, m0, accum); break;
   case 6: tl_a5_kern16(6, kc, a, b, c, ldc, m0, accum); break;
@@ -220,6 +223,12 @@ static void tl_a5_tile16(int mr, int64_t kc, const float *a, const float *b, flo
   case 15: tl_a5_kern16(15, kc, a, b, c, ldc, m0, accum); break;
   default: tl_a5_kern16(16, kc, a, b, c, ldc, m0, accum); break;
   }
+}
+
+/* The k chunk of the 5-16-row path from k0: within one tile row of b (tile_r tr), at most 512
+ * (the packed a's 32 KiB). */
+static inline int64_t tl_a5_t16_chunk(int64_t k0, int64_t kk, int64_t tr) {
+  return TL_MIN(TL_MIN(tr - k0 % tr, kk - k0), 512);
 }
 
 /* Transposes 8 rows x 8 columns of a (row stride lda) into 8 groups of 8 floats, group k holding
@@ -491,8 +500,6 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
                   pq);
     return 1;
   }
-  /* few rows, or b already in contiguous 16-column tiles (then packing a measured 4-12% slower
-   * at 256-2048 rows): a read in place, b panels in place or staged */
   /* 5-16 rows: one pass per tile (tl_a5_kern16), a packed per k chunk of at most 512 (32 KiB of
    * stack), the tiles of a tile row read in order; `tilec bench gemm --dtype f32 --threads 2` b
    * pre-packed, 2026-11-27: 16x4096x4096 1.81-1.94 -> 1.52-1.58 ms, 16x11008x4096 5.07-5.17 ->
@@ -501,17 +508,22 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
   _Alignas(64) float abuf[TL_CDIV(TL_A5_MC, TL_A5_MR) * TL_A5_MR * TL_A5_KC];
   if (tiled16 && m > 4 && m <= 16) {
     float *a16 = abuf; /* 16 x 512 of its 128 x 128 */
+    int64_t chunks = 0; /* the queued prefetches spread over this path's calls */
+    for (int64_t k0 = 0; k0 < kk; k0 += tl_a5_t16_chunk(k0, kk, tr)) chunks++;
+    const int64_t pq16 = pending ? TL_CDIV(pending, TL_CDIV(n, 16) * chunks) : 0;
     for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
-      kc = TL_MIN(TL_MIN(tr - k0 % tr, kk - k0), 512);
+      kc = tl_a5_t16_chunk(k0, kk, tr);
       tl_a5_pack_a(a16, pa, lda, m, k0, kc);
       for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
-        if (pq) tl_prefetch_pump(pq);
+        if (pq16) tl_prefetch_pump(pq16);
         tl_a5_tile16((int)m, kc, a16, bp, pc + j0, ldc, tl_a5_mask(n - j0), accum || k0 > 0);
       }
     }
     return 1;
   }
+  /* few rows, or b already in contiguous 16-column tiles (then packing a measured 4-12% slower
+   * at 256-2048 rows): a read in place, b panels in place or staged */
   if (m < TL_A5_PACK_M || tiled16) {
     for (int64_t j0 = 0; j0 < n; j0 += TL_A5_NR) {
       const int64_t nr = n - j0 < TL_A5_NR ? n - j0 : TL_A5_NR;

@@ -1,6 +1,6 @@
 /* dot_avx512bf16.c — tl_tile_dot for bf16 (VDPBF16PS) and 8-bit integers (VPDPBUSD) on
  * AVX512-BF16 / AVX512-VNNI: acc (+)= a @ b with an 8x32 microkernel over pairs (bf16) or quads
- * (int8) of k.
+ * (int8) of k (and a one-pass 16x16 or 8x16 one for 5-16 rows over tiled b).
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. a and acc row-major with
  * unit column stride (any row stride). b is read in place when it is tiled in the layout the
@@ -89,12 +89,14 @@ static inline __attribute__((always_inline)) __m512i tl_bf_step(tl_bf_mode mode,
   }
 }
 
-/* The microkernel: c[0..mr) x [0..16*nv) (+)= a[0..mr) x [0..kk) @ b, b as described by src,
- * in mode. m0/m1 mask the stored columns. ge = elements per group (2 or 4), esz = bytes per
- * element (2 or 1). kk may be any count >= 0; the last group may be partial. pfo != 0: every
- * vector of b read is followed by a prefetch into L2 of the one pfo bytes further (the next
- * panel). mode, mr, nv and pfk = (pfo != 0) are compile-time constants at every call (tl_bf_kern
- * gives pfk). */
+/* The microkernel: c[0..ms) x [0..16*nv) (+)= a[0..mr) x [0..kk) @ b, b as described by src,
+ * in mode; a's row i, group g at a + i * ldab + g * ags bytes (4 for a row-major a, 64 for the
+ * packed a of tl_bf_tile16); rows ms..mr-1 (ms <= mr <= 16; mr * nv <= 16) are computed but c is
+ * never loaded or stored there. m0/m1 mask the stored columns. ge = elements per group (2 or 4),
+ * esz = bytes per element (2 or 1). kk may be any count >= 0; the last group may be partial.
+ * pfk 1 (pfo != 0): every vector of b read is followed by a prefetch into L2 of the one pfo bytes
+ * further (the next panel; tl_bf_kern gives it); pfk 2: of the same stream pfo bytes ahead, into
+ * L1 (tl_bf_tile16). mode, mr, nv and pfk are compile-time constants at every call. */
 static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode, int mr, int nv, int pfk, int64_t kk,
                                                                 const char *a, int64_t ldab, int64_t ags,
                                                                 const tl_bf_bsrc *src, char *c, int64_t ldcb,
@@ -271,6 +273,12 @@ static void tl_bf_tile16(tl_bf_mode mode, int64_t m, int64_t kk, const char *a16
   default: TL_BF_T16(TL_BF_SS); break;
   }
 #undef TL_BF_T16
+}
+
+/* The k chunk (elements) of the 5-16-row path from k0: within one tile row of b (tile_r tr), at
+ * most 512 groups of ge (the packed a's 32 KiB). */
+static inline int64_t tl_bf_t16_chunk(int64_t k0, int64_t kk, int64_t tr, int64_t ge) {
+  return TL_MIN(TL_MIN(kk - k0, tr - k0 % tr), 512 * ge);
 }
 
 /* Rows [0, m) (m <= 16) of a (row stride ldab bytes), elements [k0, k0 + kc), as 4-byte groups:
@@ -739,13 +747,16 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
   if (direct && bl.tile_c == 16 && m > 4 && m <= 16) {
     _Alignas(64) uint32_t a16[16 * 512];
     const int64_t tr = bl.tile_r, tcols = TL_CDIV(n, 16), tile = tr * 16 * es;
+    int64_t chunks = 0; /* the queued prefetches spread over this path's calls */
+    for (int64_t k0 = 0; k0 < kk; k0 += tl_bf_t16_chunk(k0, kk, tr, ge)) chunks++;
+    const int64_t pq16 = TL_CDIV(pending, TL_CDIV(n, 16) * TL_MAX(chunks, 1));
     for (int64_t k0 = 0, kc; k0 < kk || k0 == 0; k0 += kc) {
-      kc = TL_MIN(TL_MIN(kk - k0, tr - k0 % tr), 512 * ge);
+      kc = tl_bf_t16_chunk(k0, kk, tr, ge);
       tl_bf_pack_a16(a16, pa, ldab, m, k0, kc, es);
       for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const char *b0 = (const char *)b->data + ((k0 / tr) * tcols + j0 / 16) * tile + (k0 % tr) * 16 * es;
         const tl_bf_bsrc src = {.b0 = b0, .b1 = b0, .rowb = 16 * ge * es, .kseg = TL_CDIV(kc, ge) + 1, .segb = 0};
-        if (pq) tl_prefetch_pump(pq);
+        if (pq16) tl_prefetch_pump(pq16);
         tl_bf_tile16(mode, m, kc, (const char *)a16, &src, pc + j0 * 4, ldcb, tl_bf_mask(n - j0), accum || k0 > 0);
       }
       if (kk == 0) break;
