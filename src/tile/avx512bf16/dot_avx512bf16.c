@@ -286,9 +286,17 @@ static inline int64_t tl_bf_t16_chunk(int64_t k0, int64_t kk, int64_t tr, int64_
  * from m to 16, zero. es: bytes per element. */
 static void tl_bf_pack_a16(uint32_t *out, const char *a, int64_t ldab, int64_t m, int64_t k0, int64_t kc, int64_t es) {
   const int64_t ng = TL_CDIV(kc * es, 4), full = kc * es / 4;
+  int64_t g0 = 0;
+  for (; g0 + 16 <= full; g0 += 16) { /* 16 whole groups of every row: one 16 x 16 dword transpose */
+    __m512i v[16];
+    for (int64_t i = 0; i < 16; i++)
+      v[i] = i < m ? _mm512_loadu_si512(a + i * ldab + k0 * es + g0 * 4) : _mm512_setzero_si512();
+    tl_t16_epi32(v);
+    for (int r = 0; r < 16; r++) _mm512_storeu_si512(out + (g0 + r) * 16, v[r]);
+  }
   for (int64_t i = 0; i < 16; i++) {
     const char *row = a + i * ldab + k0 * es;
-    for (int64_t g = 0; g < ng; g++) {
+    for (int64_t g = g0; g < ng; g++) {
       uint32_t w = 0;
       if (i < m) memcpy(&w, row + g * 4, g < full ? 4 : (size_t)(kc * es - full * 4));
       out[g * 16 + i] = w;
