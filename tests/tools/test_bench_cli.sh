@@ -178,10 +178,13 @@ rows = {r["impl"]: r for r in csv.DictReader(open(sys.argv[1]))}
 t, tp = rows["tilec tl_matmul"], rows["tilec, B pre-packed"]
 d, dp = rows.get("onednn matmul"), rows.get("onednn, B pre-packed")
 def ratio(best, r): return float(best["median_s"]) / float(r["median_s"])
+# the CSV prints ratios with 4 decimals (+-5e-5) and times with 7 significant digits: a ratio of
+# 0.04 (the sanitizer build's tilec against oneDNN) is only known to ~1.3e-3 of itself
+def near(x, y): return abs(x - y) < 1e-3 * y + 1e-4
 if d and dp and d["status"] == dp["status"] == "ok":
     assert float(d["vs_best_peer"]) == 1.0 and float(dp["vs_best_peer"]) == 1.0, (d, dp)   # each the best of its kind
-    assert abs(float(t["vs_best_peer"]) - ratio(d, t)) < 1e-3 * ratio(d, t), t
-    assert abs(float(tp["vs_best_peer"]) - ratio(dp, tp)) < 1e-3 * ratio(dp, tp), tp
+    assert near(float(t["vs_best_peer"]), ratio(d, t)), t
+    assert near(float(tp["vs_best_peer"]), ratio(dp, tp)), tp
 else:
     assert tp["vs_best_peer"] == "", tp                      # no pre-packed peer to compare with
 EOF
