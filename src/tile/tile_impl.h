@@ -101,6 +101,12 @@ static inline float tl_tile_bf16_daz(uint16_t h) {
   return tl_bf16_to_f32(h);
 }
 
+/* How far ahead, in bytes, the dots' one-pass kernels for 5-16 rows over tiled b (f32
+ * tl_a5_kern16, bf16 / int8 tl_bf_tile16) prefetch the tile stream they read into L1: on the Zen 5
+ * VM, f32 16x4096x4096 with b pre-packed ran 1.65-1.70 ms at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at
+ * 12 and 1.54-1.57 at 16 (docs/matmul.md, "Dot paths"). */
+#define TL_TILE_STREAM_PF 12288
+
 /* Element offset of b(k, j) for any b tl_tile_dot accepts: TL_DOT_TRANS_B (tb: [N, K] with its
  * strides), row-major [K, N] with any strides, or tiled (any vnni honoured). For the dots'
  * element-by-element staging. */

@@ -170,9 +170,9 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
 
 /* 5-16 rows of acc over one 16-column tile of b read in place (tiled16: the tile's rows of 16
  * floats one after another), a packed by tl_a5_pack_a: every row of acc in one pass with up to 16
- * zmm accumulators, so each line of b is loaded once, and b's lines are prefetched TL_A5_T16_PF
- * bytes ahead into L1 (past the tile's end: the next tile of the tile row, which the caller reads
- * next). The 8x32 panels ran 9-16 rows as two passes over 64 KiB of b, only the second one
+ * zmm accumulators, so each line of b is loaded once, and b's lines are prefetched
+ * TL_TILE_STREAM_PF bytes ahead into L1 (past the tile's end: the next tile of the tile row,
+ * which the caller reads next). The 8x32 panels ran 9-16 rows as two passes over 64 KiB of b, only the second one
  * prefetching (the next panel, into L2), and 5-8 rows with no prefetch. A throwaway harness
  * streaming 64 MiB of such tiles on the 2 threads of the Zen 5 VM measured 16 rows in one pass at
  * 2.1-2.7 ms without prefetch, 1.9-2.0 with lines 2 KiB ahead, 1.62-1.79 at 4 KiB and 1.48-1.70
@@ -181,16 +181,13 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
  * packed because its rows, a row stride apart (16 KiB for K = 4096), would share one L1 set:
  * read in place, 16 of them measured slower than the two passes. mr is a constant at every call
  * (tl_a5_tile16). */
-#ifndef TL_A5_T16_PF
-#define TL_A5_T16_PF 12288
-#endif
 static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t kc, const float *a, const float *b,
                                                                float *c, int64_t ldc, __mmask16 m0, int accum) {
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) acc[i] = i < mr && accum ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; k++) {
-    _mm_prefetch((const char *)(b + k * 16) + TL_A5_T16_PF, _MM_HINT_T0);
+    _mm_prefetch((const char *)(b + k * 16) + TL_TILE_STREAM_PF, _MM_HINT_T0);
     const __m512 bk = _mm512_loadu_ps(b + k * 16);
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) {
@@ -515,9 +512,8 @@ int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags)
       kc = tl_a5_t16_chunk(k0, kk, tr);
       tl_a5_pack_a(a16, pa, lda, m, k0, kc);
       for (int64_t j0 = 0; j0 < n; j0 += 16) {
-        const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / 16) * tr * 16 + (k0 % tr) * 16;
         if (pq16) tl_prefetch_pump(pq16);
-        tl_a5_tile16((int)m, kc, a16, bp, pc + j0, ldc, tl_a5_mask(n - j0), accum || k0 > 0);
+        tl_a5_tile16((int)m, kc, a16, tl_a5_b_at(b, 0, k0, j0), pc + j0, ldc, tl_a5_mask(n - j0), accum || k0 > 0);
       }
     }
     return 1;

@@ -254,17 +254,16 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
 /* 5-16 rows of acc over one 16-column tile of b in place (tile_c 16), a packed by tl_bf_pack_a16
  * (group g of row i at a16[g * 16 + i], rows past m zero): all the rows in one pass (16 or 8
  * accumulators; the rows past m are computed on zeros and never loaded or stored), each line of b
- * loaded once and prefetched TL_BF_T16_PF bytes ahead into L1 (past the tile: the next tile of the
- * tile row, which the caller reads next). As tl_a5_kern16 for f32 (dot_avx512.c), where the two
+ * loaded once and prefetched TL_TILE_STREAM_PF bytes ahead into L1 (past the tile: the next tile
+ * of the tile row, which the caller reads next). As tl_a5_kern16 for f32 (dot_avx512.c), where the two
  * passes of the 8x32 panels over 9-16 rows left memory idle during the second. */
-#define TL_BF_T16_PF 12288
 static void tl_bf_tile16(tl_bf_mode mode, int64_t m, int64_t kk, const char *a16, const tl_bf_bsrc *src, char *c,
                          int64_t ldcb, __mmask16 m0, int accum) {
   const int ms = (int)m;
 #define TL_BF_T16(MODE)                                                                                          \
   do {                                                                                                           \
-    if (m > 8) tl_bf_kern_pf(MODE, 16, 1, 2, kk, a16, 4, 64, src, c, ldcb, m0, 0, accum, TL_BF_T16_PF, ms);     \
-    else tl_bf_kern_pf(MODE, 8, 1, 2, kk, a16, 4, 64, src, c, ldcb, m0, 0, accum, TL_BF_T16_PF, ms);            \
+    if (m > 8) tl_bf_kern_pf(MODE, 16, 1, 2, kk, a16, 4, 64, src, c, ldcb, m0, 0, accum, TL_TILE_STREAM_PF, ms);\
+    else tl_bf_kern_pf(MODE, 8, 1, 2, kk, a16, 4, 64, src, c, ldcb, m0, 0, accum, TL_TILE_STREAM_PF, ms);       \
   } while (0)
   switch (mode) {
   case TL_BF_BF16: TL_BF_T16(TL_BF_BF16); break;
@@ -754,7 +753,7 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
    * us, 8 rows 457-463 -> 442-452, 5 rows 507-536 -> 425-433 */
   if (direct && bl.tile_c == 16 && m > 4 && m <= 16) {
     _Alignas(64) uint32_t a16[16 * 512];
-    const int64_t tr = bl.tile_r, tcols = TL_CDIV(n, 16), tile = tr * 16 * es;
+    const int64_t tr = bl.tile_r;
     int64_t chunks = 0; /* the queued prefetches spread over this path's calls */
     for (int64_t k0 = 0; k0 < kk; k0 += tl_bf_t16_chunk(k0, kk, tr, ge)) chunks++;
     const int64_t pq16 = TL_CDIV(pending, TL_CDIV(n, 16) * TL_MAX(chunks, 1));
@@ -762,7 +761,7 @@ int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned fl
       kc = tl_bf_t16_chunk(k0, kk, tr, ge);
       tl_bf_pack_a16(a16, pa, ldab, m, k0, kc, es);
       for (int64_t j0 = 0; j0 < n; j0 += 16) {
-        const char *b0 = (const char *)b->data + ((k0 / tr) * tcols + j0 / 16) * tile + (k0 % tr) * 16 * es;
+        const char *b0 = tl_bf_b_at(b, 0, k0, j0, es); /* the tile's group row k0 / ge */
         const tl_bf_bsrc src = {.b0 = b0, .b1 = b0, .rowb = 16 * ge * es, .kseg = TL_CDIV(kc, ge) + 1, .segb = 0};
         if (pq16) tl_prefetch_pump(pq16);
         tl_bf_tile16(mode, m, kc, (const char *)a16, &src, pc + j0 * 4, ldcb, tl_bf_mask(n - j0), accum || k0 > 0);
