@@ -151,12 +151,13 @@ int main(int argc, char **argv) {
   for (int i = 0; i < L2K * L2N; i++) lb[i] = 1.0f / (float)(1 + i % 11);
   for (int i = 0; i < 64 * 64; i++) fa[i] = fb[i] = 1.0f / (float)(1 + i % 13), fc[i] = 0;
   for (int i = 0; i < 64 * 128; i++) ha[i] = hb[i] = 0x3C00 + (uint16_t)(i % 61), ia[i] = (uint8_t)(i % 7), ib[i] = (uint8_t)(i % 5);
-  const char *levels[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
+  const char *levels[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
+  enum { NL = sizeof levels / sizeof levels[0] };
   const char *kinds[] = {"f32 64x64x64", "bf16 64x64x128", "u8xs8 64x64x128", "f32 L2 128x128x512"};
-  double best[5][4] = {{0}};
-  int have[5] = {0};
-  tl_ctx *ctx[5] = {0};
-  for (int l = 0; l < 5; l++) {
+  double best[NL][4] = {{0}};
+  int have[NL] = {0};
+  tl_ctx *ctx[NL] = {0};
+  for (int l = 0; l < NL; l++) {
     tl_ctx_opts o = {.threads = 1, .isa = levels[l]};
     if (tl_ctx_new(&o, &ctx[l]) != TL_OK) continue;
     tl_ctx_info info;
@@ -165,7 +166,7 @@ int main(int argc, char **argv) {
   }
   for (int r = 0; r < rounds; r++) {
     for (int kind = 0; kind < 4; kind++) {
-      for (int l = 0; l < 5; l++) {
+      for (int l = 0; l < NL; l++) {
         if (!have[l]) continue;
         bench_job j;
         int64_t kk = kind == 0 ? 64 : 128, mm = 64, nn = 64;
@@ -199,7 +200,7 @@ int main(int argc, char **argv) {
   printf("tl_tile_dot, 1 thread, operands in L1 (the last column: L2), best of %d interleaved rounds (GFLOP/s; "
          "int8: GOP/s)\n", rounds);
   printf("%-12s %16s %16s %16s %19s\n", "level", kinds[0], kinds[1], kinds[2], kinds[3]);
-  for (int l = 0; l < 5; l++) {
+  for (int l = 0; l < NL; l++) {
     if (!have[l]) {
       printf("%-12s %16s\n", levels[l], "(not on this CPU)");
       continue;
@@ -208,11 +209,11 @@ int main(int argc, char **argv) {
   }
   /* the skinny tables: b row-major in place against b tiled, 1-16 rows, on the best VNNI level */
   int lb16 = -1;
-  for (int l = 0; l < 5; l++)
-    if (have[l] && l >= 3) lb16 = l;
+  for (int l = 0; l < NL; l++)
+    if (have[l] && l >= TL_ISA_AVX512VNNI) lb16 = l;
   if (lb16 >= 0 && (rm_table(ctx[lb16], levels[lb16], TL_BF16, rounds) || rm_table(ctx[lb16], levels[lb16], TL_U8, rounds)))
     return 1;
-  for (int l = 0; l < 5; l++) tl_ctx_free(ctx[l]);
+  for (int l = 0; l < NL; l++) tl_ctx_free(ctx[l]);
   free(la), free(lb), free(lc);
   return 0;
 }

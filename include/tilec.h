@@ -224,11 +224,15 @@ TL_API const char *tl_last_error(void);
  * Platform: CPU features and ISA paths
  * ------------------------------------------------------------------------------------------- */
 
-/* The ISA paths, ordered: a cap allows its level and everything below it. */
+/* The ISA paths, ordered: a cap allows its level and everything below it. avx512vnni is AVX-512
+ * with VNNI but not BF16 (Cascade Lake, Ice Lake): int8 products on VPDPBUSD, the rest as avx512.
+ * The numeric values are not stable before 1.0 (avx512vnni was inserted below avx512bf16 in 0.1):
+ * compare levels, and store names (tl_isa_name), not numbers. */
 #define TL_ISA_LIST(X)                  \
   X(TL_ISA_SCALAR, "scalar")            \
   X(TL_ISA_AVX2, "avx2")                \
   X(TL_ISA_AVX512, "avx512")            \
+  X(TL_ISA_AVX512VNNI, "avx512vnni")    \
   X(TL_ISA_AVX512BF16, "avx512bf16")    \
   X(TL_ISA_AMX, "amx")
 
@@ -237,7 +241,7 @@ typedef enum tl_isa {
   TL_ISA_LIST(TL_X_)
 #undef TL_X_
 } tl_isa;
-#define TL_ISA_COUNT 5
+#define TL_ISA_COUNT 6
 
 /* CPU features, one bit each: X(enumerator, bit, name). */
 #define TL_FEATURE_LIST(X)               \

@@ -2,7 +2,7 @@
  * process-wide AMX permission request.
  *
  * Invariants:
- * - The ISA levels are ordered (scalar < avx2 < avx512 < avx512bf16 < amx); each level needs all
+ * - The ISA levels are ordered (scalar < avx2 < avx512 < avx512vnni < avx512bf16 < amx); each level needs all
  *   the features of the levels below it, so min(cap, cpu max) never uses a feature the CPU lacks.
  * - Name tables are generated from the X-macros in tilec.h and checked against the counts.
  * - AMX permission is asked for once per process (arch_prctl affects the whole process); every
@@ -36,7 +36,7 @@ static const struct {
 _Static_assert(TL_ARRAY_LEN(tl_features) == TL_FEATURE_COUNT, "feature table out of sync with TL_FEATURE_COUNT");
 
 /* The valid ISA names, comma separated, for messages. */
-#define TL_ISA_VALID_NAMES "scalar, avx2, avx512, avx512bf16, amx"
+#define TL_ISA_VALID_NAMES "scalar, avx2, avx512, avx512vnni, avx512bf16, amx"
 
 /* The ISA's name; "unknown" outside the table. */
 const char *tl_isa_name(tl_isa isa) {
@@ -74,10 +74,12 @@ tl_isa tl_isa_from_features(uint32_t f) {
   /* F16C too: the avx2 files are built with -mf16c, so the compiler may emit it there. */
   const uint32_t avx2 = TL_FEAT_AVX | TL_FEAT_AVX2 | TL_FEAT_FMA | TL_FEAT_F16C;
   const uint32_t avx512 = avx2 | TL_FEAT_AVX512F | TL_FEAT_AVX512BW | TL_FEAT_AVX512VL | TL_FEAT_AVX512DQ;
-  const uint32_t avx512bf16 = avx512 | TL_FEAT_AVX512BF16 | TL_FEAT_AVX512VNNI;
+  const uint32_t avx512vnni = avx512 | TL_FEAT_AVX512VNNI;
+  const uint32_t avx512bf16 = avx512vnni | TL_FEAT_AVX512BF16;
   const uint32_t amx = avx512bf16 | TL_FEAT_AMX_TILE | TL_FEAT_AMX_BF16 | TL_FEAT_AMX_INT8;
   if ((f & amx) == amx) return TL_ISA_AMX;
   if ((f & avx512bf16) == avx512bf16) return TL_ISA_AVX512BF16;
+  if ((f & avx512vnni) == avx512vnni) return TL_ISA_AVX512VNNI;
   if ((f & avx512) == avx512) return TL_ISA_AVX512;
   if ((f & avx2) == avx2) return TL_ISA_AVX2;
   return TL_ISA_SCALAR;

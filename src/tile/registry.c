@@ -16,6 +16,9 @@ static const tl_tile_impl *const tl_tile_impls[TL_ISA_COUNT] = {
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
     [TL_ISA_AVX512] = &tl_tile_avx512_impl,
 #endif
+#if defined(TILEC_HAVE_AVX512VNNI) && TILEC_HAVE_AVX512VNNI
+    [TL_ISA_AVX512VNNI] = &tl_tile_avx512vnni_impl,
+#endif
 #if defined(TILEC_HAVE_AVX512BF16) && TILEC_HAVE_AVX512BF16
     [TL_ISA_AVX512BF16] = &tl_tile_avx512bf16_impl,
 #endif
@@ -50,6 +53,9 @@ static const tl_probe_impl *const tl_probe_impls[TL_ISA_COUNT] = {
 #endif
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
     [TL_ISA_AVX512] = &tl_probe_avx512_impl,
+#endif
+#if defined(TILEC_HAVE_AVX512VNNI) && TILEC_HAVE_AVX512VNNI
+    [TL_ISA_AVX512VNNI] = &tl_probe_avx512vnni_impl,
 #endif
 #if defined(TILEC_HAVE_AVX512BF16) && TILEC_HAVE_AVX512BF16
     [TL_ISA_AVX512BF16] = &tl_probe_avx512bf16_impl,

@@ -20,7 +20,7 @@ const char tl_cmd_info_help[] =
     "\n"
     "options:\n"
     "  --json         print one JSON object instead of text\n"
-    "  --isa NAME     ISA cap: scalar, avx2, avx512, avx512bf16, amx (default: $TILEC_ISA,\n"
+    "  --isa NAME     ISA cap: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (default: $TILEC_ISA,\n"
     "                 else no cap); a cap above the CPU means the best the CPU has\n"
     "  --threads N    worker threads, 1..1024 (default: the CPUs this process may run on)\n"
     "  -h, --help     this help\n"

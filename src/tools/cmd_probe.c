@@ -26,7 +26,7 @@ const char tl_cmd_probe_help[] =
     "  --force        measure again even when a cached result exists\n"
     "  --json         print one JSON object instead of tables\n"
     "  --verbose      print progress notes on stderr (default: only when stderr is a terminal)\n"
-    "  --isa NAME     ISA cap: scalar, avx2, avx512, avx512bf16, amx (default: $TILEC_ISA)\n"
+    "  --isa NAME     ISA cap: scalar, avx2, avx512, avx512vnni, avx512bf16, amx (default: $TILEC_ISA)\n"
     "  --threads N    threads, 1..1024 (default: the CPUs this process may run on)\n"
     "  -h, --help     this help\n"
     "\n"

@@ -8,7 +8,7 @@
 #include "core/core_impl.h"
 #include "test_util.h"
 
-static const char *const isa_names[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
+static const char *const isa_names[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
 #define AVX512_ANY                                                                               \
   (TL_FEAT_AVX512F | TL_FEAT_AVX512BW | TL_FEAT_AVX512VL | TL_FEAT_AVX512DQ | TL_FEAT_AVX512BF16 | \
@@ -144,10 +144,13 @@ static void test_isa_from_features(void) {
   CHECK(tl_isa_from_features(F_AVX512 & ~TL_FEAT_AVX2) == TL_ISA_SCALAR, "avx512 without avx2");
   CHECK(tl_isa_from_features(F_AVX512BF16) == TL_ISA_AVX512BF16, "avx512bf16");
   CHECK(tl_isa_from_features(F_AVX512BF16 & ~TL_FEAT_AVX512VNNI) == TL_ISA_AVX512, "bf16 without vnni");
-  CHECK(tl_isa_from_features(F_AVX512BF16 & ~TL_FEAT_AVX512BF16) == TL_ISA_AVX512, "vnni without bf16");
+  CHECK(tl_isa_from_features(F_AVX512BF16 & ~TL_FEAT_AVX512BF16) == TL_ISA_AVX512VNNI, "vnni without bf16");
+  CHECK(tl_isa_from_features(F_AVX512 | TL_FEAT_AVX512VNNI) == TL_ISA_AVX512VNNI, "avx512vnni");
+  CHECK(tl_isa_from_features((F_AVX512 & ~TL_FEAT_AVX512DQ) | TL_FEAT_AVX512VNNI) == TL_ISA_AVX2, "vnni without dq");
   CHECK(tl_isa_from_features(F_AMX) == TL_ISA_AMX, "amx");
   CHECK(tl_isa_from_features(F_AMX & ~TL_FEAT_AMX_INT8) == TL_ISA_AVX512BF16, "amx without int8");
-  CHECK(tl_isa_from_features(F_AMX & ~TL_FEAT_AVX512BF16) == TL_ISA_AVX512, "amx without avx512bf16");
+  CHECK(tl_isa_from_features(F_AMX & ~TL_FEAT_AVX512BF16) == TL_ISA_AVX512VNNI, "amx without avx512bf16");
+  CHECK(tl_isa_from_features(F_AMX & ~(TL_FEAT_AVX512BF16 | TL_FEAT_AVX512VNNI)) == TL_ISA_AVX512, "amx without bf16, vnni");
   CHECK(tl_isa_from_features(TL_FEAT_AMX_TILE | TL_FEAT_AMX_BF16 | TL_FEAT_AMX_INT8) == TL_ISA_SCALAR, "amx alone");
   CHECK(tl_isa_from_features(0xffffffffu) == TL_ISA_AMX, "all bits");
 }

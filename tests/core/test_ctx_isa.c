@@ -7,7 +7,7 @@
 #include "test_util.h"
 #include "tilec.h"
 
-static const char *const isa_names[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
+static const char *const isa_names[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
 /* min(a, b) for ISA levels. */
 static tl_isa isa_min(tl_isa a, tl_isa b) { return a < b ? a : b; }

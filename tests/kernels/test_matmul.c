@@ -1,10 +1,10 @@
 /* test_matmul.c — tl_matmul and tl_matmul_pack_b against a float64 reference, under a context
- * capped at each ISA level the CPU has (scalar, avx2, avx512, avx512bf16; amx, emulated where the
- * CPU has AVX512-BF16 and no AMX: tests/tile/amx_emu.h): shapes with 1, primes and sizes dividing
- * no block size, skinny M, transposed and broadcast operands, batch broadcast, beta over a
- * NaN-filled c, every epilogue, bf16 and int8 paths, pre-packed b (bitwise equal to unpacked;
- * at the amx level float outputs within the tolerance), NaN/Inf propagation, K = 0, the plan
- * cache, and every refusal with c untouched.
+ * capped at each ISA level the CPU has (scalar, avx2, avx512, avx512vnni, avx512bf16; amx,
+ * emulated where the CPU has AVX512-BF16 and no AMX: tests/tile/amx_emu.h): shapes with 1, primes
+ * and sizes dividing no block size, skinny M, transposed and broadcast operands, batch broadcast,
+ * beta over a NaN-filled c, every epilogue, bf16 and int8 paths, pre-packed b (bitwise equal to
+ * unpacked; at the amx level float outputs within the tolerance), NaN/Inf propagation, K = 0, the
+ * plan cache, and every refusal with c untouched.
  * Tolerances: f32 1e-5 relative (||out - ref|| / ||ref||), bf16 output 1e-2, int8 -> i32 exact. */
 #include <tilec.h>
 

@@ -17,7 +17,7 @@
 #include "runtime/plan_impl.h"
 #include "tile_test_util.h"
 
-static const char *const level_names[] = {"scalar", "avx2", "avx512", "avx512bf16", "amx"};
+static const char *const level_names[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
 /* ---- running a dot inside a body ---- */
 
@@ -146,6 +146,7 @@ static int claims(tl_isa isa, const dot_case *c) {
   switch (isa) {
   case TL_ISA_AVX2:
   case TL_ISA_AVX512: return c->ta == TL_F32;
+  case TL_ISA_AVX512VNNI: return is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
   case TL_ISA_AVX512BF16:
     return c->ta == TL_BF16 || (is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8));
   case TL_ISA_AMX: {
@@ -178,6 +179,11 @@ static void run_case(tl_ctx *ctx, tl_isa isa, const dot_case *c, test_rng *rng) 
     if (claims(isa, c) && isa != TL_ISA_AMX)
       CHECK(took, "%s: %s x %s %lldx%lldx%lld bkind %d not taken", what, tl_dtype_name(c->ta),
             tl_dtype_name(c->tb), (long long)c->m, (long long)c->n, (long long)c->k, c->bkind);
+    /* the avx512vnni level has no BF16 instruction: it must decline bf16, leaving acc as it was */
+    if (isa == TL_ISA_AVX512VNNI && c->ta == TL_BF16)
+      CHECK(!took && !memcmp(acc.mem, acc0.mem, (size_t)acc0.nelem * tl_dtype_size(acc0.r.dtype)),
+            "%s: bf16 %lldx%lldx%lld taken or acc written", what,
+            (long long)c->m, (long long)c->n, (long long)c->k);
     if (took) check_case(c, &a, &b, &acc0, &acc, what);
     tb_free(&acc);
   } else if (isa != TL_ISA_AMX) {

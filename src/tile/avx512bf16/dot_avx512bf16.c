@@ -30,6 +30,15 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* This file is built twice: here, for the avx512bf16 level, and through
+ * ../avx512vnni/dot_avx512vnni.c with TL_BF_VNNI_ONLY 1 for the avx512vnni level (AVX512-VNNI
+ * without AVX512-BF16: Cascade Lake, Ice Lake), where bf16 is declined (the avx512 level takes it)
+ * and no BF16 instruction is compiled in. */
+#ifndef TL_BF_VNNI_ONLY
+#define TL_BF_VNNI_ONLY 0
+#define TL_BF_DOT_ENTRY tl_avx512bf16_dot
+#endif
+
 #include "../avx512/transpose_avx512.h"
 #include "../tile_impl.h"
 
@@ -83,7 +92,11 @@ static inline __attribute__((always_inline)) __m512i tl_bf_step(tl_bf_mode mode,
                                                                 __m512i bv) {
   switch (mode) {
   case TL_BF_BF16:
+#if TL_BF_VNNI_ONLY
+    __builtin_unreachable(); /* bf16 is declined at the entry */
+#else
     return _mm512_castps_si512(_mm512_dpbf16_ps(_mm512_castsi512_ps(acc), (__m512bh)av, (__m512bh)bv));
+#endif
   case TL_BF_BU: return tl_bf_dpbusd(acc, bv, av);
   default: return tl_bf_dpbusd(acc, av, bv); /* UB; SS with av already biased */
   }
@@ -343,12 +356,17 @@ static inline __attribute__((always_inline)) void tl_bf_rm_b(int ng, const uint1
 /* One row's accumulators (ng groups) += the pair av x b's pairs. */
 static inline __attribute__((always_inline)) void tl_bf_rm_acc(int ng, __m512 *lo, __m512 *hi, __m512i av,
                                                                const __m512i *bl, const __m512i *bh) {
+#if TL_BF_VNNI_ONLY
+  (void)ng, (void)av, (void)bl, (void)bh, (void)lo, (void)hi;
+  __builtin_unreachable(); /* bf16 is declined at the entry */
+#else
 #pragma GCC unroll 4
   for (int g = 0; g < 4; g++) {
     if (g >= ng) break;
     lo[g] = _mm512_dpbf16_ps(lo[g], (__m512bh)av, (__m512bh)bl[g]);
     hi[g] = _mm512_dpbf16_ps(hi[g], (__m512bh)av, (__m512bh)bh[g]);
   }
+#endif
 }
 
 /* c[0..mr) x [0..32*ng) (+)= a[0..mr) x [0..kk) @ b (row-major bf16, row stride ldb elements),
@@ -689,9 +707,9 @@ static void tl_bf_stage_bt(char *buf, const tl_ref *b, int64_t k0, int64_t kc, i
 
 /* tl_tile_dot's AVX512-BF16 / VNNI path (see the opening comment). Returns 1 when it did the
  * work. */
-int tl_avx512bf16_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+int TL_BF_DOT_ENTRY(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   tl_bf_mode mode;
-  if (a->dtype == TL_BF16 && b->dtype == TL_BF16) mode = TL_BF_BF16;
+  if (a->dtype == TL_BF16 && b->dtype == TL_BF16 && !TL_BF_VNNI_ONLY) mode = TL_BF_BF16;
   else if (a->dtype == TL_U8 && b->dtype == TL_I8) mode = TL_BF_UB;
   else if (a->dtype == TL_I8 && b->dtype == TL_U8) mode = TL_BF_BU;
   else if (a->dtype == TL_I8 && b->dtype == TL_I8) mode = TL_BF_SS;
