@@ -144,8 +144,8 @@ static void check_case(const dot_case *c, const tbuf *a, const tbuf *b, const tb
 /* Whether level isa's own function must take the case (what docs/kernels.md promises). */
 static int claims(tl_isa isa, const dot_case *c) {
   switch (isa) {
-  case TL_ISA_AVX2:
-  case TL_ISA_AVX512: return c->ta == TL_F32;
+  case TL_ISA_AVX2: return c->ta == TL_F32;
+  case TL_ISA_AVX512: return c->ta == TL_F32 || c->ta == TL_BF16;
   case TL_ISA_AVX512VNNI: return is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
   case TL_ISA_AVX512BF16:
     return c->ta == TL_BF16 || (is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8));
