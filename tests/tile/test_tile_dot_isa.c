@@ -145,7 +145,7 @@ static void check_case(const dot_case *c, const tbuf *a, const tbuf *b, const tb
 static int claims(tl_isa isa, const dot_case *c) {
   switch (isa) {
   case TL_ISA_AVX2: return c->ta == TL_F32;
-  case TL_ISA_AVX512: return c->ta == TL_F32 || c->ta == TL_BF16;
+  case TL_ISA_AVX512: return c->ta == TL_F32 || c->ta == TL_BF16 || is_int(c->ta);
   case TL_ISA_AVX512VNNI: return is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
   case TL_ISA_AVX512BF16:
     return c->ta == TL_BF16 || (is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8));

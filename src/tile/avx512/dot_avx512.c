@@ -1,7 +1,7 @@
 /* dot_avx512.c — tl_tile_dot for f32 on AVX-512: acc (+)= a @ b with an 8x32 FMA microkernel
  * (and a one-pass kernel of up to 16 rows x 16 columns for 5-16 rows over tiled b); bf16 x bf16
  * -> f32 on the same microkernel after converting to f32 (tl_a5_dot_bf16: the avx512 and
- * avx512vnni levels, which have no VDPBF16PS).
+ * avx512vnni levels, which have no VDPBF16PS); 8-bit integers in dot_avx512_i8.c.
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride). b: row-major with unit
@@ -677,9 +677,14 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
   return 1;
 }
 
-/* tl_tile_dot's AVX-512 path: f32, and bf16 converted to f32 (see the opening comment). Returns 1
- * when it did the work. */
+/* tl_tile_dot for 8-bit integers without VNNI (dot_avx512_i8.c). */
+int tl_avx512_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags);
+
+/* tl_tile_dot's AVX-512 path: f32, bf16 converted to f32, and 8-bit integers widened to 16 bits
+ * (dot_avx512_i8.c; see the opening comments). Returns 1 when it did the work. */
 int tl_avx512_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
+  if (acc->dtype == TL_I32 && (a->dtype == TL_I8 || a->dtype == TL_U8) && (b->dtype == TL_I8 || b->dtype == TL_U8))
+    return tl_avx512_dot_i8(acc, a, b, flags);
   if (acc->dtype != TL_F32 || a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
   if (a->dtype == TL_BF16 && b->dtype == TL_BF16) {
     if (acc->shape[0] > 0 && acc->shape[1] > 0)
