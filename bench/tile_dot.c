@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < L2K * L2N; i++) lb[i] = 1.0f / (float)(1 + i % 11);
   for (int i = 0; i < 64 * 64; i++) fa[i] = fb[i] = 1.0f / (float)(1 + i % 13), fc[i] = 0;
   for (int i = 0; i < 64 * 128; i++) ha[i] = hb[i] = 0x3C00 + (uint16_t)(i % 61), ia[i] = (uint8_t)(i % 7), ib[i] = (uint8_t)(i % 5);
-  const char *levels[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
+  const char *levels[] = {"scalar", "avx2", "avx2vnni", "avx512", "avx512vnni", "avx512bf16", "amx"};
   enum { NL = sizeof levels / sizeof levels[0] };
   const char *kinds[] = {"f32 64x64x64", "bf16 64x64x128", "u8xs8 64x64x128", "f32 L2 128x128x512"};
   double best[NL][4] = {{0}};

@@ -224,13 +224,17 @@ TL_API const char *tl_last_error(void);
  * Platform: CPU features and ISA paths
  * ------------------------------------------------------------------------------------------- */
 
-/* The ISA paths, ordered: a cap allows its level and everything below it. avx512vnni is AVX-512
- * with VNNI but not BF16 (Cascade Lake, Ice Lake): int8 products on VPDPBUSD, the rest as avx512.
- * The numeric values are not stable before 1.0 (avx512vnni was inserted below avx512bf16 in 0.1):
- * compare levels, and store names (tl_isa_name), not numbers. */
+/* The ISA paths, ordered: a cap allows its level and everything below it that the CPU has.
+ * avx2vnni is AVX2 with AVX-VNNI (the VEX VPDPBUSD of Alder Lake, Sierra Forest, Zen 5): int8
+ * products on ymm, the rest as avx2. It is a side branch: the AVX-512 levels do not need AVX-VNNI
+ * (Ice Lake has none), and on such a CPU the avx2vnni paths step aside for avx2's.
+ * avx512vnni is AVX-512 with VNNI but not BF16 (Cascade Lake, Ice Lake): int8 products on
+ * VPDPBUSD, the rest as avx512. The numeric values are not stable before 1.0 (both levels were
+ * inserted in 0.1): compare levels, and store names (tl_isa_name), not numbers. */
 #define TL_ISA_LIST(X)                  \
   X(TL_ISA_SCALAR, "scalar")            \
   X(TL_ISA_AVX2, "avx2")                \
+  X(TL_ISA_AVX2VNNI, "avx2vnni")        \
   X(TL_ISA_AVX512, "avx512")            \
   X(TL_ISA_AVX512VNNI, "avx512vnni")    \
   X(TL_ISA_AVX512BF16, "avx512bf16")    \
@@ -241,7 +245,7 @@ typedef enum tl_isa {
   TL_ISA_LIST(TL_X_)
 #undef TL_X_
 } tl_isa;
-#define TL_ISA_COUNT 6
+#define TL_ISA_COUNT 7
 
 /* CPU features, one bit each: X(enumerator, bit, name). */
 #define TL_FEATURE_LIST(X)               \
@@ -258,14 +262,15 @@ typedef enum tl_isa {
   X(TL_FEAT_AVX512VNNI, 10, "avx512vnni") \
   X(TL_FEAT_AMX_TILE, 11, "amx-tile")    \
   X(TL_FEAT_AMX_BF16, 12, "amx-bf16")    \
-  X(TL_FEAT_AMX_INT8, 13, "amx-int8")
+  X(TL_FEAT_AMX_INT8, 13, "amx-int8")    \
+  X(TL_FEAT_AVXVNNI, 14, "avx-vnni")
 
 enum {
 #define TL_X_(e, bit, name) e = 1u << (bit),
   TL_FEATURE_LIST(TL_X_)
 #undef TL_X_
 };
-#define TL_FEATURE_COUNT 14
+#define TL_FEATURE_COUNT 15
 
 /* "avx512bf16"; "unknown" outside the table. */
 TL_API const char *tl_isa_name(tl_isa isa);

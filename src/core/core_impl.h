@@ -55,9 +55,13 @@ double tl_saturate(tl_dtype dt, double v);
 /* ---- CPU and ISA (src/core/cpu.c, src/core/isa.c) ---- */
 
 /* The ISA level the features allow (the highest whose requirements are all present):
- * avx2: AVX+AVX2+FMA+F16C; avx512: +AVX512F/BW/VL/DQ; avx512bf16: +AVX512-BF16 and AVX512-VNNI;
+ * avx2: AVX+AVX2+FMA+F16C; avx2vnni: avx2 + AVX-VNNI (a side branch: not needed above it);
+ * avx512: avx2 + AVX512F/BW/VL/DQ; avx512vnni: + AVX512-VNNI; avx512bf16: + AVX512-BF16;
  * amx: +AMX-TILE/BF16/INT8. */
 tl_isa tl_isa_from_features(uint32_t features);
+/* isa, or the level below it when the CPU (features) cannot run isa's own paths although it runs
+ * higher levels: avx2vnni without AVX-VNNI gives avx2. */
+tl_isa tl_isa_usable(tl_isa isa, uint32_t features);
 /* Resolves a cap: name NULL or "" means no cap (TL_ISA_AMX). Unknown name: TL_ERR_INVALID with a
  * message listing the valid names. *isa = min(cap, cpu_max). */
 tl_status tl_isa_resolve(const char *name, tl_isa cpu_max, tl_isa *cap, tl_isa *isa, char *msg, size_t msg_size);

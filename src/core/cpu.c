@@ -35,6 +35,7 @@
 #define TL_CPUID7_EDX_AMX_BF16 (1u << 22)
 #define TL_CPUID7_EDX_AMX_TILE (1u << 24)
 #define TL_CPUID7_EDX_AMX_INT8 (1u << 25)
+#define TL_CPUID71_EAX_AVXVNNI (1u << 4)
 #define TL_CPUID71_EAX_AVX512BF16 (1u << 5)
 #define TL_CPUIDX1_ECX_TOPOEXT (1u << 22) /* 0x80000001.ECX: leaf 0x8000001D is valid */
 
@@ -140,6 +141,7 @@ static uint32_t tl_cpu_features(uint32_t max_leaf) {
   tl_cpuid_regs r7 = tl_cpuid(7, 0);
   tl_cpuid_regs r71 = r7.a >= 1 ? tl_cpuid(7, 1) : (tl_cpuid_regs){0, 0, 0, 0};
   if (os_avx && (r7.b & TL_CPUID7_EBX_AVX2)) f |= TL_FEAT_AVX2;
+  if (os_avx && (r71.a & TL_CPUID71_EAX_AVXVNNI)) f |= TL_FEAT_AVXVNNI;
   if (os_avx512) {
     if (r7.b & TL_CPUID7_EBX_AVX512F) f |= TL_FEAT_AVX512F;
     if (r7.b & TL_CPUID7_EBX_AVX512BW) f |= TL_FEAT_AVX512BW;

@@ -2,8 +2,11 @@
  * process-wide AMX permission request.
  *
  * Invariants:
- * - The ISA levels are ordered (scalar < avx2 < avx512 < avx512vnni < avx512bf16 < amx); each level needs all
- *   the features of the levels below it, so min(cap, cpu max) never uses a feature the CPU lacks.
+ * - The ISA levels are ordered (scalar < avx2 < avx2vnni < avx512 < avx512vnni < avx512bf16 < amx);
+ *   each level needs all the features of the levels below it except avx2vnni's AVX-VNNI (a side
+ *   branch: Ice Lake has AVX-512 and no AVX-VNNI). min(cap, cpu max) never uses a feature the CPU
+ *   lacks: a context lowers an avx2vnni it cannot run to avx2 (tl_isa_usable), and the avx2vnni
+ *   paths step aside on such a CPU when a higher level passes through them.
  * - Name tables are generated from the X-macros in tilec.h and checked against the counts.
  * - AMX permission is asked for once per process (arch_prctl affects the whole process); every
  *   later call returns the first answer and its message.
@@ -36,7 +39,7 @@ static const struct {
 _Static_assert(TL_ARRAY_LEN(tl_features) == TL_FEATURE_COUNT, "feature table out of sync with TL_FEATURE_COUNT");
 
 /* The valid ISA names, comma separated, for messages. */
-#define TL_ISA_VALID_NAMES "scalar, avx2, avx512, avx512vnni, avx512bf16, amx"
+#define TL_ISA_VALID_NAMES "scalar, avx2, avx2vnni, avx512, avx512vnni, avx512bf16, amx"
 
 /* The ISA's name; "unknown" outside the table. */
 const char *tl_isa_name(tl_isa isa) {
@@ -69,7 +72,8 @@ const char *tl_feature_name(uint32_t bit) {
   return "unknown";
 }
 
-/* The highest ISA level all of whose features (cumulative, see core_impl.h) are in f. */
+/* The highest ISA level all of whose features (cumulative, see core_impl.h; avx2vnni's AVX-VNNI
+ * is not needed above it) are in f. */
 tl_isa tl_isa_from_features(uint32_t f) {
   /* F16C too: the avx2 files are built with -mf16c, so the compiler may emit it there. */
   const uint32_t avx2 = TL_FEAT_AVX | TL_FEAT_AVX2 | TL_FEAT_FMA | TL_FEAT_F16C;
@@ -81,8 +85,15 @@ tl_isa tl_isa_from_features(uint32_t f) {
   if ((f & avx512bf16) == avx512bf16) return TL_ISA_AVX512BF16;
   if ((f & avx512vnni) == avx512vnni) return TL_ISA_AVX512VNNI;
   if ((f & avx512) == avx512) return TL_ISA_AVX512;
+  if ((f & (avx2 | TL_FEAT_AVXVNNI)) == (avx2 | TL_FEAT_AVXVNNI)) return TL_ISA_AVX2VNNI;
   if ((f & avx2) == avx2) return TL_ISA_AVX2;
   return TL_ISA_SCALAR;
+}
+
+/* See core_impl.h. */
+tl_isa tl_isa_usable(tl_isa isa, uint32_t f) {
+  if (isa == TL_ISA_AVX2VNNI && !(f & TL_FEAT_AVXVNNI)) return TL_ISA_AVX2;
+  return isa;
 }
 
 /* Applies a cap (NULL/"": none) to cpu_max. On an unknown name nothing is written to cap/isa;

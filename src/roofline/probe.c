@@ -175,6 +175,7 @@ static const char *tl_probe_si(char *buf, size_t n, double v) {
 /* Measures every unit of every level up to st->info.isa into m->units. */
 static void tl_probe_compute(tl_probe_state *st, tl_machine *m) {
   for (int lv = 0; lv <= (int)st->info.isa; lv++) {
+    if (tl_isa_usable((tl_isa)lv, st->info.cpu.features) != (tl_isa)lv) continue; /* avx2vnni without AVX-VNNI */
     const tl_probe_impl *impl = tl_probe_impl_at((tl_isa)lv);
     if (!impl) continue;
     for (int u = 0; u < impl->nunits && m->nunits < TL_MAX_UNITS; u++) {

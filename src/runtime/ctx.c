@@ -64,6 +64,7 @@ tl_status tl_ctx_new(const tl_ctx_opts *opts, tl_ctx **out) {
   char msg[512];
   if (tl_isa_resolve(isa_name, cpu.isa_max, &cap, &isa, msg, sizeof msg) != TL_OK)
     return tl_fail_tls(TL_ERR_INVALID, "tl_ctx_new: %s%s", opts->isa ? "" : "TILEC_ISA: ", msg);
+  isa = tl_isa_usable(isa, cpu.features); /* a cap of avx2vnni on an AVX-512 CPU without AVX-VNNI */
 
   ctx = tl_calloc(1, sizeof *ctx);
   if (!ctx) return tl_fail_tls(TL_ERR_NOMEM, "tl_ctx_new: out of memory");
@@ -136,7 +137,7 @@ tl_isa tl_ctx_need_amx(tl_ctx *ctx) {
     ctx->info.amx_state = -1;
     ctx->info.isa = tl_isa_from_features(ctx->info.cpu.features &
                                          ~(uint32_t)(TL_FEAT_AMX_TILE | TL_FEAT_AMX_BF16 | TL_FEAT_AMX_INT8));
-    if (ctx->info.isa > ctx->info.isa_cap) ctx->info.isa = ctx->info.isa_cap;
+    if (ctx->info.isa > ctx->info.isa_cap) ctx->info.isa = tl_isa_usable(ctx->info.isa_cap, ctx->info.cpu.features);
     tl_ctx_warn(ctx, "AMX refused (%s): using the %s paths", msg, tl_isa_name(ctx->info.isa));
   }
   return ctx->info.isa;

@@ -13,12 +13,22 @@
 #include "../runtime/plan_impl.h"
 #include "tile_impl.h"
 
+#if defined(TILEC_HAVE_AVX2) && TILEC_HAVE_AVX2
+void tl_avx2_pack_vnni(const tl_pack_job *j);
+#endif
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
 void tl_avx512_pack_vnni(const tl_pack_job *j);
 #endif
 
 /* Adds the packers built into this library (a no-op without ISA folders). */
 __attribute__((constructor)) static void tl_tile_pack_register(void) {
+  /* lowest level first: tl_packer_find takes the last registered one the plan's level allows */
+#if defined(TILEC_HAVE_AVX2) && TILEC_HAVE_AVX2
+  const tl_packer bf16_vnni2_avx2 = {.esize = 2, .tiled = 1, .vnni = 2, .isa = TL_ISA_AVX2, .fn = tl_avx2_pack_vnni};
+  const tl_packer i8_vnni4_avx2 = {.esize = 1, .tiled = 1, .vnni = 4, .isa = TL_ISA_AVX2, .fn = tl_avx2_pack_vnni};
+  tl_packer_register(&bf16_vnni2_avx2);
+  tl_packer_register(&i8_vnni4_avx2);
+#endif
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
   const tl_packer bf16_vnni2 = {.esize = 2, .tiled = 1, .vnni = 2, .isa = TL_ISA_AVX512, .fn = tl_avx512_pack_vnni};
   const tl_packer i8_vnni4 = {.esize = 1, .tiled = 1, .vnni = 4, .isa = TL_ISA_AVX512, .fn = tl_avx512_pack_vnni};

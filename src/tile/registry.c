@@ -13,6 +13,9 @@ static const tl_tile_impl *const tl_tile_impls[TL_ISA_COUNT] = {
 #if defined(TILEC_HAVE_AVX2) && TILEC_HAVE_AVX2
     [TL_ISA_AVX2] = &tl_tile_avx2_impl,
 #endif
+#if defined(TILEC_HAVE_AVX2VNNI) && TILEC_HAVE_AVX2VNNI
+    [TL_ISA_AVX2VNNI] = &tl_tile_avx2vnni_impl,
+#endif
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
     [TL_ISA_AVX512] = &tl_tile_avx512_impl,
 #endif
@@ -50,6 +53,9 @@ static const tl_probe_impl *const tl_probe_impls[TL_ISA_COUNT] = {
     [TL_ISA_SCALAR] = &tl_probe_scalar_impl,
 #if defined(TILEC_HAVE_AVX2) && TILEC_HAVE_AVX2
     [TL_ISA_AVX2] = &tl_probe_avx2_impl,
+#endif
+#if defined(TILEC_HAVE_AVX2VNNI) && TILEC_HAVE_AVX2VNNI
+    [TL_ISA_AVX2VNNI] = &tl_probe_avx2vnni_impl,
 #endif
 #if defined(TILEC_HAVE_AVX512) && TILEC_HAVE_AVX512
     [TL_ISA_AVX512] = &tl_probe_avx512_impl,

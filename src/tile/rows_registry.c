@@ -1,7 +1,8 @@
 /* rows_registry.c — the table of fused row-kernel instances (rows_impl.h), indexed by tl_isa.
  * The scalar (portable baseline) instance is always present; an ISA folder's instance is listed
  * under its TILEC_HAVE_<ISA> guard, which CMake defines only when it builds that folder. Levels
- * without an instance (avx512vnni, amx: nothing there helps these kernels) use the next one below. */
+ * without an instance (avx2vnni, avx512vnni, amx: nothing there helps these kernels) use the next
+ * one below. */
 #include "rows_impl.h"
 
 static const tl_rows_impl *const tl_rows_impls[TL_ISA_COUNT] = {

@@ -26,6 +26,7 @@ extern const tl_tile_impl tl_tile_scalar_impl;
 /* Defined by src/tile/<isa>/ when CMake builds that folder (TILEC_HAVE_<ISA>=1); registry.c
  * lists only the ones built. */
 extern const tl_tile_impl tl_tile_avx2_impl;
+extern const tl_tile_impl tl_tile_avx2vnni_impl;
 extern const tl_tile_impl tl_tile_avx512_impl;
 extern const tl_tile_impl tl_tile_avx512vnni_impl;
 extern const tl_tile_impl tl_tile_avx512bf16_impl;
@@ -73,6 +74,7 @@ typedef struct tl_probe_impl {
 
 extern const tl_probe_impl tl_probe_scalar_impl;
 extern const tl_probe_impl tl_probe_avx2_impl;
+extern const tl_probe_impl tl_probe_avx2vnni_impl;
 extern const tl_probe_impl tl_probe_avx512_impl;
 extern const tl_probe_impl tl_probe_avx512vnni_impl;
 extern const tl_probe_impl tl_probe_avx512bf16_impl;

@@ -58,7 +58,7 @@ const char tl_cmd_tune_help[] =
     "  --reduced        search the reduced space (the one --compare enumerates)\n"
     "  --db PATH        the tuning DB (default $TILEC_TUNE_DB, else <cache dir>/tune.db)\n"
     "  --threads N      worker threads, 1..1024 (default: the CPUs this process may run on)\n"
-    "  --isa NAME       ISA cap: scalar, avx2, avx512, avx512vnni, avx512bf16, amx\n"
+    "  --isa NAME       ISA cap: scalar, avx2, avx2vnni, avx512, avx512vnni, avx512bf16, amx\n"
     "  --list           print the DB's configs for this machine (--all: every machine)\n"
     "  --clear          delete the DB's configs for this machine (--all: every machine)\n"
     "  --compare        exhaustive vs tuned vs heuristic over the reduced space; writes nothing\n"

@@ -203,7 +203,7 @@ static void tl_tool_usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", tl_tools[i].name, tl_tools[i].summary);
   fprintf(f,
           "\n"
-          "environment: TILEC_ISA (cap: scalar, avx2, avx512, avx512vnni, avx512bf16, amx),\n"
+          "environment: TILEC_ISA (cap: scalar, avx2, avx2vnni, avx512, avx512vnni, avx512bf16, amx),\n"
           "             TILEC_INTERPRET=1, TILEC_CACHE_DIR, TILEC_TUNE=0 (ignore tuned configs),\n"
           "             TILEC_TUNE_DB\n");
 }

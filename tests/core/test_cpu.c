@@ -8,7 +8,7 @@
 #include "core/core_impl.h"
 #include "test_util.h"
 
-static const char *const isa_names[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
+static const char *const isa_names[] = {"scalar", "avx2", "avx2vnni", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
 #define AVX512_ANY                                                                               \
   (TL_FEAT_AVX512F | TL_FEAT_AVX512BW | TL_FEAT_AVX512VL | TL_FEAT_AVX512DQ | TL_FEAT_AVX512BF16 | \
@@ -115,6 +115,7 @@ static void test_proc_cpuinfo(void) {
       {"avx2", TL_FEAT_AVX2},          {"avx512f", TL_FEAT_AVX512F},         {"avx512bw", TL_FEAT_AVX512BW},
       {"avx512vl", TL_FEAT_AVX512VL},  {"avx512dq", TL_FEAT_AVX512DQ},       {"avx512_bf16", TL_FEAT_AVX512BF16},
       {"avx512_vnni", TL_FEAT_AVX512VNNI}, {"amx_tile", TL_FEAT_AMX_TILE}, {"amx_bf16", TL_FEAT_AMX_BF16},
+      {"avx_vnni", TL_FEAT_AVXVNNI},
       {"amx_int8", TL_FEAT_AMX_INT8},  {"fma", TL_FEAT_FMA},                 {"f16c", TL_FEAT_F16C},
       {"avx", TL_FEAT_AVX},            {"sse4_2", TL_FEAT_SSE42},
   };
@@ -138,6 +139,14 @@ static void test_isa_from_features(void) {
   CHECK(tl_isa_from_features(F_AVX2 & ~TL_FEAT_FMA) == TL_ISA_SCALAR, "avx2 without fma");
   CHECK(tl_isa_from_features(F_AVX2 & ~TL_FEAT_F16C) == TL_ISA_SCALAR, "avx2 without f16c");
   CHECK(tl_isa_from_features(F_AVX512) == TL_ISA_AVX512, "avx512");
+  CHECK(tl_isa_from_features(F_AVX2 | TL_FEAT_AVXVNNI) == TL_ISA_AVX2VNNI, "avx2vnni");
+  CHECK(tl_isa_from_features((F_AVX2 & ~TL_FEAT_FMA) | TL_FEAT_AVXVNNI) == TL_ISA_SCALAR, "avx-vnni without fma");
+  CHECK(tl_isa_from_features(F_AVX512 | TL_FEAT_AVXVNNI) == TL_ISA_AVX512, "avx512 with avx-vnni");
+  CHECK(tl_isa_from_features(F_AVX512BF16 | TL_FEAT_AVXVNNI) == TL_ISA_AVX512BF16, "avx512bf16 with avx-vnni");
+  CHECK(tl_isa_usable(TL_ISA_AVX2VNNI, F_AVX512BF16) == TL_ISA_AVX2, "avx2vnni on an AVX-512 CPU without avx-vnni");
+  CHECK(tl_isa_usable(TL_ISA_AVX2VNNI, F_AVX2 | TL_FEAT_AVXVNNI) == TL_ISA_AVX2VNNI, "avx2vnni usable");
+  for (int l = 0; l < TL_ISA_COUNT; l++)
+    if (l != TL_ISA_AVX2VNNI) CHECK(tl_isa_usable((tl_isa)l, 0) == (tl_isa)l, "usable(%s) changed", isa_names[l]);
   CHECK(tl_isa_from_features(F_AVX512 & ~TL_FEAT_AVX512DQ) == TL_ISA_AVX2, "avx512 without dq");
   CHECK(tl_isa_from_features(F_AVX512 & ~TL_FEAT_AVX512BW) == TL_ISA_AVX2, "avx512 without bw");
   CHECK(tl_isa_from_features(F_AVX512 & ~TL_FEAT_AVX512VL) == TL_ISA_AVX2, "avx512 without vl");
@@ -192,7 +201,8 @@ static void test_isa_resolve(void) {
     tl_status s = tl_isa_resolve(bad[i], TL_ISA_AMX, &cap, &isa, msg, sizeof msg);
     CHECK(s == TL_ERR_INVALID, "'%s' gave %s", bad[i], tl_status_name(s));
     CHECK(strstr(msg, bad[i]) != NULL, "message '%s' does not name '%s'", msg, bad[i]);
-    CHECK(strstr(msg, "avx512bf16") && strstr(msg, "scalar"), "message '%s' does not list names", msg);
+    CHECK(strstr(msg, "avx512bf16") && strstr(msg, "scalar") && strstr(msg, "avx2vnni") && strstr(msg, "avx512vnni"),
+          "message '%s' does not list names", msg);
     CHECK(strstr(tl_last_error(), bad[i]) != NULL, "tl_last_error '%s'", tl_last_error());
     CHECK(cap == (tl_isa)77 && isa == (tl_isa)77, "outputs touched on failure");
   }
@@ -227,7 +237,7 @@ static void test_isa_names(void) {
 static void test_feature_names(void) {
   static const char *const expect[TL_FEATURE_COUNT] = {
       "sse4.2",  "avx",        "avx2",       "fma",      "f16c",     "avx512f",  "avx512bw",
-      "avx512vl", "avx512dq",  "avx512bf16", "avx512vnni", "amx-tile", "amx-bf16", "amx-int8"};
+      "avx512vl", "avx512dq",  "avx512bf16", "avx512vnni", "amx-tile", "amx-bf16", "amx-int8", "avx-vnni"};
   for (int i = 0; i < TL_FEATURE_COUNT; i++) {
     const char *n = tl_feature_name(1u << i);
     CHECK(!strcmp(n, expect[i]), "bit %d: '%s' expected '%s'", i, n, expect[i]);

@@ -115,6 +115,8 @@ static void test_full_probe_and_cache(void) {
   CHECK((a5 != NULL) == (in.isa >= TL_ISA_AVX512), "avx512-fma iff the ISA allows it");
   CHECK((find_unit(&m, "avx512-bf16") != NULL) == (in.isa >= TL_ISA_AVX512BF16), "avx512-bf16 iff allowed");
   CHECK((find_unit(&m, "avx512-vnni") != NULL) == (in.isa >= TL_ISA_AVX512VNNI), "avx512-vnni iff allowed");
+  CHECK((find_unit(&m, "avx2-vnni") != NULL) == (in.isa >= TL_ISA_AVX2VNNI && (in.cpu.features & TL_FEAT_AVXVNNI)),
+        "avx2-vnni iff allowed and on the CPU");
   CHECK((find_unit(&m, "amx-bf16") != NULL) == (in.isa >= TL_ISA_AMX), "amx-bf16 iff AMX is in use");
 #ifdef __OPTIMIZE__ /* an unoptimized (Debug, sanitizer) build measures its own -O0 kernels: no order to check */
   if (a2) CHECK(a2->peak_1t > 2 * sc->peak_1t, "avx2 FMA %g > 2 x scalar %g (1 thread)", a2->peak_1t, sc->peak_1t);

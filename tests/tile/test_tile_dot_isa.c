@@ -17,7 +17,7 @@
 #include "runtime/plan_impl.h"
 #include "tile_test_util.h"
 
-static const char *const level_names[] = {"scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx"};
+static const char *const level_names[] = {"scalar", "avx2", "avx2vnni", "avx512", "avx512vnni", "avx512bf16", "amx"};
 
 /* ---- running a dot inside a body ---- */
 
@@ -145,6 +145,11 @@ static void check_case(const dot_case *c, const tbuf *a, const tbuf *b, const tb
 static int claims(tl_isa isa, const dot_case *c) {
   switch (isa) {
   case TL_ISA_AVX2: return c->ta == TL_F32;
+  case TL_ISA_AVX2VNNI: { /* int8 but u8 x u8, on a CPU with AVX-VNNI (a side branch: else it declines) */
+    tl_cpu_info ci;
+    tl_cpu_detect(&ci);
+    return (ci.features & TL_FEAT_AVXVNNI) && is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
+  }
   case TL_ISA_AVX512: return c->ta == TL_F32 || c->ta == TL_BF16 || is_int(c->ta);
   case TL_ISA_AVX512VNNI: return is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
   case TL_ISA_AVX512BF16:
@@ -460,6 +465,30 @@ static void test_bf16_denormal(void) {
     tb_free(&a);
     tb_free(&b);
     tb_free(&acc);
+    /* the mirror: denormals in b (row-major, tiled vnni 2, transposed) times a = 2^100 */
+    for (int bk = 0; bk < 3; bk++) {
+      int64_t sb[2] = {kk, n};
+      tbuf a2 = tb_rm2(TL_BF16, m, kk, 0), acc2 = tb_rm2(TL_F32, m, n, 0);
+      tbuf b2 = bk == 0 ? tb_rm2(TL_BF16, kk, n, 0) : bk == 1 ? tb_tiled(TL_BF16, 2, sb, 32, 16, 2) : tb_rm2(TL_BF16, n, kk, 0);
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t k = 0; k < kk; k++) {
+          int64_t ix[2] = {i, k};
+          tb_set(&a2, ix, 0x1p100);
+        }
+      for (int64_t k = 0; k < kk; k++)
+        for (int64_t j = 0; j < n; j++) {
+          int64_t ix[2] = {bk == 2 ? j : k, bk == 2 ? k : j};
+          tb_set(&b2, ix, (k + j) % 3 == 0 ? 0x1p-133 : (k + j) % 3 == 1 ? -0x1p-130 : 0.0);
+        }
+      CHECK(run_dot(ctx, &acc2.r, &a2.r, &b2.r, bk == 2 ? TL_DOT_TRANS_B : 0) == TL_OK, "%s", tl_ctx_error(ctx));
+      ok = 1;
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) ok &= tb_get2(&acc2, i, j) == 0.0;
+      CHECK(ok, "%s: bf16 denormals in b (kind %d) were not read as zero", level_names[isa], bk);
+      tb_free(&a2);
+      tb_free(&b2);
+      tb_free(&acc2);
+    }
     tl_ctx_free(ctx);
   }
 }
@@ -467,15 +496,28 @@ static void test_bf16_denormal(void) {
 /* ---- packers ---- */
 
 /* The registered vnni packers give tl_pack_portable's bytes, and only from their level up. */
+static void test_packers_at(tl_isa lv);
 static void test_packers(void) {
   tl_layout l2 = {.tiled = 1, .vnni = 2, .tile_r = 32, .tile_c = 16};
   tl_layout l4 = {.tiled = 1, .vnni = 4, .tile_r = 64, .tile_c = 16};
-  CHECK(tl_packer_find(2, l2, TL_ISA_AVX2) == tl_pack_portable, "a vnni packer below avx512");
+  CHECK(tl_packer_find(2, l2, TL_ISA_SCALAR) == tl_pack_portable, "a vnni packer at the scalar level");
   tl_cpu_info ci;
   tl_cpu_detect(&ci);
-  if (ci.isa_max < TL_ISA_AVX512) return;
-  CHECK(tl_packer_find(2, l2, TL_ISA_AVX512) != tl_pack_portable, "no bf16 vnni 2 packer registered");
-  CHECK(tl_packer_find(1, l4, TL_ISA_AVX512) != tl_pack_portable, "no int8 vnni 4 packer registered");
+  /* the AVX2 packer (avx2, avx2vnni) and the AVX-512 one, each against the portable reference */
+  for (int lv = TL_ISA_AVX2; lv <= TL_ISA_AVX512; lv += TL_ISA_AVX512 - TL_ISA_AVX2) {
+    if ((int)ci.isa_max < lv) continue;
+    CHECK(tl_packer_find(2, l2, (tl_isa)lv) != tl_pack_portable, "%s: no bf16 vnni 2 packer", level_names[lv]);
+    CHECK(tl_packer_find(1, l4, (tl_isa)lv) != tl_pack_portable, "%s: no int8 vnni 4 packer", level_names[lv]);
+    if (lv == TL_ISA_AVX512)
+      CHECK(tl_packer_find(1, l4, TL_ISA_AVX512) != tl_packer_find(1, l4, TL_ISA_AVX2), "avx512 takes the avx2 packer");
+    test_packers_at((tl_isa)lv);
+  }
+}
+
+/* 300 random jobs through the vnni packer of level lv against tl_pack_portable. */
+static void test_packers_at(tl_isa lv) {
+  tl_layout l2 = {.tiled = 1, .vnni = 2, .tile_r = 32, .tile_c = 16};
+  tl_layout l4 = {.tiled = 1, .vnni = 4, .tile_r = 64, .tile_c = 16};
   test_rng rng = {4242};
   for (int t = 0; t < 300; t++) {
     int es = t % 2 ? 1 : 2;
@@ -508,7 +550,7 @@ static void test_packers(void) {
     j.dst = (char *)d1;
     tl_pack_portable(&j);
     j.dst = (char *)d2;
-    tl_packer_find((size_t)es, l, TL_ISA_AVX512)(&j);
+    tl_packer_find((size_t)es, l, lv)(&j);
     int64_t differ = 0, gaps = 0;
     for (int64_t i = 0; i < nb; i++) {
       const int in_tile = !ts || (i / es) % ts < tile;
@@ -516,8 +558,8 @@ static void test_packers(void) {
       else gaps += d1[i] != 0xA5 || d2[i] != 0x5A;
     }
     CHECK(differ == 0 && gaps == 0,
-          "packer es %d tile %ux%u vnni %u stride %lld, %lldx%lld of %lldx%lld: %lld bytes differ, %lld gap bytes written",
-          es, l.tile_r, l.tile_c, l.vnni, (long long)ts, (long long)rows, (long long)cols, (long long)dr, (long long)dc,
+          "%s packer es %d tile %ux%u vnni %u stride %lld, %lldx%lld of %lldx%lld: %lld bytes differ, %lld gap bytes written",
+          level_names[lv], es, l.tile_r, l.tile_c, l.vnni, (long long)ts, (long long)rows, (long long)cols, (long long)dr, (long long)dc,
           (long long)differ, (long long)gaps);
     free(src);
     free(d1);

@@ -189,8 +189,8 @@ static void tl_a2_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64
 
 /* ---- bf16 x bf16 -> f32 without a bf16 unit: converted to f32 on the stack, the f32 kernel ----
  *
- * For levels without VDPBF16PS (avx2, and avx512 without AVX512-BF16, which falls through to
- * here): per chunk of TL_A2_BF_MC rows of a and TL_A2_KC of k, a is converted into an f32 chunk
+ * For the AVX2 levels (avx2, avx2vnni; the AVX-512 levels without AVX512-BF16 convert bf16
+ * themselves, tl_a5_dot_bf16 in dot_avx512.c): per chunk of TL_A2_BF_MC rows of a and TL_A2_KC of k, a is converted into an f32 chunk
  * (32 KiB of stack) and each 16-column panel of b into an f32 panel (8 KiB), then the 6x16
  * microkernel runs on them. bf16 -> f32 is exact (the 16 bits shifted up) and so is each product;
  * each acc(i, j) is one f32 sum in increasing k with fused multiply-adds (VDPBF16PS adds each

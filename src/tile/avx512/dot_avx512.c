@@ -4,7 +4,8 @@
  * avx512vnni levels, which have no VDPBF16PS); 8-bit integers in dot_avx512_i8.c.
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
- * f32; a and acc row-major with unit column stride (any row stride). b: row-major with unit
+ * f32 (and bf16 x bf16 -> f32 through tl_a5_dot_bf16, any accepted b; 8-bit integers through
+ * dot_avx512_i8.c); a and acc row-major with unit column stride (any row stride). b: row-major with unit
  * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
  * TL_A5_STREAM_BYTES: the streaming kernel; 1-4 rows with at most 128 / 64 columns: the skinny
  * one; else 32-column panels), and from any row count when the block

@@ -12,8 +12,8 @@
  * by dword transposes when its column stride is 1 —, other tilings) is staged per panel of 32
  * columns on the stack in that layout first. Integer sign combinations:
  * u8 x s8 directly; s8 x u8 with the operands swapped in VPDPBUSD (the product commutes); s8 x s8
- * as (a + 128) x b - 128 * colsum(b); u8 x u8 returns 0 (the scalar path takes it). f16 and f32
- * return 0.
+ * as (a + 128) x b - 128 * colsum(b); u8 x u8 returns 0 (the avx512 level's widening dot,
+ * dot_avx512_i8.c, takes it). f16 and f32 return 0.
  *
  * Invariants:
  * - acc is read only with TL_DOT_ACCUMULATE; nothing outside acc's M x N elements is written
