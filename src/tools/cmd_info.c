@@ -102,6 +102,12 @@ static const char *tl_info_amx_key(const tl_ctx_info *in) {
 }
 
 /* Prints the context info as text. */
+/* Whether the context runs level i's paths: up to its level, except avx2vnni on a CPU without
+ * AVX-VNNI (a side branch the higher levels pass through without using). */
+static int tl_info_level_used(const tl_ctx_info *in, int i) {
+  return i <= (int)in->isa && (i != TL_ISA_AVX2VNNI || (in->cpu.features & TL_FEAT_AVXVNNI));
+}
+
 static void tl_info_print_text(const tl_ctx_info *in, const char *cap_source, const char *warning) {
   const tl_cpu_info *c = &in->cpu;
   char b1[32], b2[32];
@@ -132,7 +138,7 @@ static void tl_info_print_text(const tl_ctx_info *in, const char *cap_source, co
   printf("  in use         %s\n", tl_isa_name(in->isa));
   printf("  paths          ");
   for (int i = 0; i < TL_ISA_COUNT; i++)
-    printf("%s%s%s", i ? " < " : "", tl_isa_name((tl_isa)i), i <= (int)in->isa ? "*" : "");
+    printf("%s%s%s", i ? " < " : "", tl_isa_name((tl_isa)i), tl_info_level_used(in, i) ? "*" : "");
   printf("   (* = used)\n");
   printf("  amx permission %s\n", tl_info_amx_state(in));
 
@@ -182,7 +188,7 @@ static void tl_info_print_json(const tl_ctx_info *in, const char *cap_source, co
   for (int i = 0; i < TL_ISA_COUNT; i++) {
     printf("%s{\"name\": ", i ? ", " : "");
     tl_json_string(stdout, tl_isa_name((tl_isa)i));
-    printf(", \"used\": %s}", i <= (int)in->isa ? "true" : "false");
+    printf(", \"used\": %s}", tl_info_level_used(in, i) ? "true" : "false");
   }
   printf("],\n");
   printf("  \"threads\": %d,\n  \"vmem_bytes\": %zu,\n  \"l1_bytes\": %zu,\n  \"spin_us\": %d,\n", in->threads,
