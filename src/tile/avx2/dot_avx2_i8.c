@@ -1,6 +1,6 @@
 /* dot_avx2_i8.c — tl_tile_dot for 8-bit integers on AVX2: acc (+)= a @ b, acc i32, a and b u8 or
- * i8 in any mix, for levels without VPDPBUSD (avx2, and avx512 without AVX512-VNNI, which falls
- * through to here).
+ * i8 in any mix, at the avx2 level (avx2vnni takes the mixes VPDPBUSD can, on CPUs with
+ * AVX-VNNI; the AVX-512 levels widen on zmm themselves, dot_avx512_i8.c).
  *
  * Contract (docs/kernels.md, "Tile dot"): called through tl_avx2_dot after tile.c's checks; a
  * row-major with unit column stride (else 0: the scalar path takes it), acc row-major with unit
