@@ -78,5 +78,9 @@ int tl_amx_request(char *msg, size_t msg_size);
  * Call it before any context exists. tl_amx_emulated: whether it is on. */
 int tl_amx_emulate(void);
 int tl_amx_emulated(void);
+/* Tests only: tl_cpu_detect reports the CPU without these features from now on, for the rest of
+ * the process (a CPU without AVX-VNNI on one that has it; contexts made before keep their
+ * level). Paths that check a feature at run time (the avx2vnni dot) see it at their next call. */
+void tl_cpu_hide(uint32_t features);
 
 #endif /* TL_CORE_IMPL_H */

@@ -263,6 +263,7 @@ static void tl_cpu_detect_once(void) {
 }
 
 static _Atomic int tl_cpu_amx_emulated; /* tl_amx_emulate (tests only) */
+static _Atomic uint32_t tl_cpu_hidden;   /* tl_cpu_hide (tests only) */
 
 /* Copies the cached detection into *out (detecting on the first call); NULL is a no-op. With the
  * AMX emulation on, the copy reports AMX (core_impl.h). */
@@ -274,7 +275,15 @@ void tl_cpu_detect(tl_cpu_info *out) {
     out->features |= TL_FEAT_AMX_TILE | TL_FEAT_AMX_BF16 | TL_FEAT_AMX_INT8;
     out->isa_max = tl_isa_from_features(out->features);
   }
+  const uint32_t hidden = tl_cpu_hidden;
+  if (hidden) {
+    out->features &= ~hidden;
+    out->isa_max = tl_isa_from_features(out->features);
+  }
 }
+
+/* See core_impl.h. */
+void tl_cpu_hide(uint32_t features) { tl_cpu_hidden |= features; }
 
 /* See core_impl.h. */
 int tl_amx_emulate(void) {

@@ -101,13 +101,13 @@ static const char *tl_info_amx_key(const tl_ctx_info *in) {
   return "not-requested";
 }
 
-/* Prints the context info as text. */
 /* Whether the context runs level i's paths: up to its level, except avx2vnni on a CPU without
  * AVX-VNNI (a side branch the higher levels pass through without using). */
 static int tl_info_level_used(const tl_ctx_info *in, int i) {
   return i <= (int)in->isa && (i != TL_ISA_AVX2VNNI || (in->cpu.features & TL_FEAT_AVXVNNI));
 }
 
+/* Prints the context info as text. */
 static void tl_info_print_text(const tl_ctx_info *in, const char *cap_source, const char *warning) {
   const tl_cpu_info *c = &in->cpu;
   char b1[32], b2[32];

@@ -150,7 +150,12 @@ static int claims(tl_isa isa, const dot_case *c) {
     tl_cpu_detect(&ci);
     return (ci.features & TL_FEAT_AVXVNNI) && is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
   }
-  case TL_ISA_AVX512: return c->ta == TL_F32 || c->ta == TL_BF16 || is_int(c->ta);
+  case TL_ISA_AVX512: { /* int8: the mixes VPDPBUSD takes only without AVX-VNNI (avx2vnni's there) */
+    tl_cpu_info ci;
+    tl_cpu_detect(&ci);
+    return c->ta == TL_F32 || c->ta == TL_BF16 || (c->ta == TL_U8 && c->tb == TL_U8) ||
+           (is_int(c->ta) && !(ci.features & TL_FEAT_AVXVNNI));
+  }
   case TL_ISA_AVX512VNNI: return is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8);
   case TL_ISA_AVX512BF16:
     return c->ta == TL_BF16 || (is_int(c->ta) && !(c->ta == TL_U8 && c->tb == TL_U8));
@@ -497,6 +502,54 @@ static void test_bf16_denormal(void) {
 
 /* The registered vnni packers give tl_pack_portable's bytes, and only from their level up. */
 static void test_packers_at(tl_isa lv);
+
+/* A CPU without AVX-VNNI (tl_cpu_hide on this one): a context capped at avx2vnni runs avx2, the
+ * avx2vnni dot declines every int8 mix with acc untouched (the AVX-512 levels pass through it on
+ * such CPUs: Ice Lake), and the avx512 level's widening dot takes u8 x s8 again. */
+static void test_avx2vnni_hidden(void) {
+  tl_cpu_info ci;
+  tl_cpu_detect(&ci);
+  if (ci.isa_max < TL_ISA_AVX2) return;
+  tl_cpu_hide(TL_FEAT_AVXVNNI);
+  tl_cpu_detect(&ci);
+  CHECK(!(ci.features & TL_FEAT_AVXVNNI) && ci.isa_max != TL_ISA_AVX2VNNI, "AVX-VNNI still reported");
+  tl_ctx_opts o = {.threads = 1, .isa = "avx2vnni"};
+  tl_ctx *ctx = NULL;
+  if (tl_ctx_new(&o, &ctx) == TL_OK) {
+    tl_ctx_info in;
+    tl_ctx_info_get(ctx, &in);
+    CHECK(in.isa == TL_ISA_AVX2 && in.isa_cap == TL_ISA_AVX2VNNI, "cap avx2vnni without AVX-VNNI: isa %s cap %s",
+          tl_isa_name(in.isa), tl_isa_name(in.isa_cap));
+    tl_ctx_free(ctx);
+  } else {
+    CHECK(0, "tl_ctx_new(avx2vnni): %s", tl_last_error());
+  }
+  test_rng rng = {77};
+  static const tl_dtype mix[3][2] = {{TL_U8, TL_I8}, {TL_I8, TL_U8}, {TL_I8, TL_I8}};
+  for (int x = 0; x < 3; x++) {
+    dot_case c = {.ta = mix[x][0], .tb = mix[x][1], .m = 7, .n = 21, .k = 13, .accum = 1, .bkind = B_ROW};
+    tbuf a, b, acc0;
+    make_case(&c, &rng, &a, &b, &acc0);
+    const tl_tile_impl *v2 = tl_tile_impl_at(TL_ISA_AVX2VNNI), *v5 = tl_tile_impl_at(TL_ISA_AVX512);
+    if (v2 && v2->dot) {
+      tbuf acc = acc_copy(&acc0);
+      const int took = v2->dot(&acc.r, &a.r, &b.r, TL_DOT_ACCUMULATE);
+      CHECK(!took && !memcmp(acc.mem, acc0.mem, (size_t)acc0.nelem * tl_dtype_size(acc0.r.dtype)),
+            "avx2vnni without AVX-VNNI: %s x %s taken or acc written", tl_dtype_name(c.ta), tl_dtype_name(c.tb));
+      tb_free(&acc);
+    }
+    if (v5 && v5->dot && ci.isa_max >= TL_ISA_AVX512) {
+      tbuf acc = acc_copy(&acc0);
+      CHECK(v5->dot(&acc.r, &a.r, &b.r, TL_DOT_ACCUMULATE), "avx512 without AVX-VNNI: %s x %s not taken",
+            tl_dtype_name(c.ta), tl_dtype_name(c.tb));
+      check_case(&c, &a, &b, &acc0, &acc, "avx512 without AVX-VNNI");
+      tb_free(&acc);
+    }
+    tb_free(&a);
+    tb_free(&b);
+    tb_free(&acc0);
+  }
+}
 static void test_packers(void) {
   tl_layout l2 = {.tiled = 1, .vnni = 2, .tile_r = 32, .tile_c = 16};
   tl_layout l4 = {.tiled = 1, .vnni = 4, .tile_r = 64, .tile_c = 16};
@@ -733,5 +786,6 @@ int main(void) {
   RUN(test_staged);
   RUN(test_amx_emulator_rules);
   RUN(test_amx_emulated);
+  RUN(test_avx2vnni_hidden); /* last: it hides AVX-VNNI for the rest of the process */
   return test_summary("tile_dot_isa");
 }

@@ -56,8 +56,9 @@ void tl_avx2_pack_vnni(const tl_pack_job *j) {
   for (int64_t ti = 0; ti < trows; ti++)
     for (int64_t g = 0; g < tr / v; g++) {
       const int64_t r0 = ti * tr + g * v; /* the group's first source row */
-      const char *s[4];
-      for (int64_t t = 0; t < v; t++) s[t] = j->src + (r0 + t) * j->src_rs * es;
+      const char *s[4] = {NULL, NULL, NULL, NULL}; /* rows inside the source only (src may be NULL) */
+      for (int64_t t = 0; t < v; t++)
+        if (r0 + t < j->rows) s[t] = j->src + (r0 + t) * j->src_rs * es;
       for (int64_t c = 0; c < tcols * tc; c += 16) {
         char *d = j->dst + (c / tc) * tile + ti * tcols * tile + (g * tc + c % tc) * v * es;
         if (r0 + v <= j->rows && c + 16 <= j->cols) {

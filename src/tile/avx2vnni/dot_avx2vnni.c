@@ -155,15 +155,12 @@ static void tl_v2_rows(int mode, int64_t mr, int64_t nq, const uint32_t *a, cons
 #undef TL_V2_MR_CASES
 }
 
-/* Whether this CPU has AVX-VNNI (the features are read once, by tl_cpu_detect's cache). */
+/* Whether this CPU has AVX-VNNI (tl_cpu_detect's cached answer, read on every call: a copy of
+ * a few hundred bytes per dot, and tests may hide the feature, tl_cpu_hide). */
 static int tl_v2_have(void) {
-  static int have = -1;
-  if (have < 0) {
-    tl_cpu_info ci;
-    tl_cpu_detect(&ci);
-    have = (ci.features & TL_FEAT_AVXVNNI) != 0;
-  }
-  return have;
+  tl_cpu_info ci;
+  tl_cpu_detect(&ci);
+  return (ci.features & TL_FEAT_AVXVNNI) != 0;
 }
 
 /* tl_tile_dot's avx2vnni path (see the opening comment). Returns 1 when it did the work. */

@@ -9,7 +9,8 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called through tl_avx512_dot after tile.c's checks; a
  * row-major with unit column stride (else 0: the levels below take it), acc row-major with unit
- * column stride, b in any accepted layout.
+ * column stride, b in any accepted layout. On a CPU with AVX-VNNI only u8 x u8 is taken here: the
+ * other mixes are faster on the avx2vnni level below (a cap of avx512 on such a CPU: Zen 4/5).
  *
  * Invariants:
  * - int32 arithmetic that wraps: exact modulo 2^32, equal to the scalar reference (which sums in
@@ -129,6 +130,11 @@ static inline __attribute__((always_inline)) void tl_a5q_kern(int mr, int64_t np
 /* See the opening comment. Returns 1 when it did the work. */
 int tl_avx512_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
+  if (!(a->dtype == TL_U8 && b->dtype == TL_U8)) { /* the mixes VPDPBUSD takes: avx2vnni's, where the CPU has it */
+    tl_cpu_info ci;
+    tl_cpu_detect(&ci);
+    if (ci.features & TL_FEAT_AVXVNNI) return 0;
+  }
   const int tb = (flags & TL_DOT_TRANS_B) != 0, accum = (flags & TL_DOT_ACCUMULATE) != 0;
   const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1], lda = a->stride[0], ldc = acc->stride[0];
   if (m == 0 || n == 0) return 1;
