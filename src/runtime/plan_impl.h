@@ -3,6 +3,8 @@
 #ifndef TL_PLAN_IMPL_H
 #define TL_PLAN_IMPL_H
 
+#include <string.h>
+
 #include "runtime_impl.h"
 
 #define TL_MAX_REFS (2 * TL_MAX_OPERANDS) /* operands + scratch */
@@ -48,6 +50,26 @@ void tl_packer_register(const tl_packer *p);
 tl_pack_fn tl_packer_find(size_t esize, tl_layout layout, tl_isa isa);
 /* The portable packer. */
 void tl_pack_portable(const tl_pack_job *job);
+
+/* For the ISA vnni packers (src/tile/<isa>/pack_<isa>.c): a job's geometry, es bytes per element,
+ * v of them per 4-byte group, tiles of tr x tc, trows x tcols of them `tile` bytes apart, the pad
+ * element (0 without one). Returns 0 when the job is not theirs (untiled, a group not 4 bytes,
+ * tile_c not a multiple of 16, a strided source): tl_pack_portable takes it. */
+typedef struct tl_vnni_geom {
+  int64_t es, v, tr, tc, trows, tcols, tile;
+  uint32_t pad;
+} tl_vnni_geom;
+static inline int tl_vnni_geom_of(const tl_pack_job *j, tl_vnni_geom *g) {
+  const tl_layout l = j->layout;
+  g->es = (int64_t)j->esize, g->v = l.vnni ? l.vnni : 1;
+  if (!l.tiled || g->es * g->v != 4 || l.tile_c % 16 || (j->src_cs != 1 && j->rows > 0 && j->cols > 1)) return 0;
+  g->pad = 0;
+  if (j->pad) memcpy(&g->pad, j->pad, (size_t)g->es);
+  g->tr = l.tile_r, g->tc = l.tile_c;
+  g->trows = TL_CDIV(j->dst_rows, g->tr), g->tcols = TL_CDIV(j->dst_cols, g->tc);
+  g->tile = (j->tile_stride ? j->tile_stride : g->tr * g->tc) * g->es; /* bytes from tile to tile */
+  return 1;
+}
 
 /* Elements of one padded block of `shape` staged in `layout`; -1 when the count overflows. */
 int64_t tl_block_elems(int ndim, const int64_t *shape, tl_layout layout);

@@ -121,6 +121,25 @@ static inline int64_t tl_tile_b_offset(const tl_ref *b, int tb, int64_t k, int64
   return ((k / tr) * tcols + j / tc) * tr * tc + tl_layout_tile_offset(b->layout, k % tr, j % tc);
 }
 
+/* For the int8 dots that widen pairs of k to 16 bits (avx2, avx512): pair rows p0.. of a staged
+ * panel of nw columns (row p at buf + p * nw): word j of row p holds b(k, j0 + j) in its low 16
+ * bits and b(k + 1, j0 + j) in its high 16 (k = k0 + 2p; u8 zero-extended, i8 sign-extended),
+ * zero past kc rows and nr columns; element by element, for any accepted b. */
+static inline void tl_tile_i8_pairs(int32_t *buf, int64_t nw, const tl_ref *b, int tb, int64_t k0, int64_t kc,
+                                    int64_t j0, int64_t nr, int64_t p0) {
+  const int sgn = b->dtype == TL_I8;
+  for (int64_t p = p0; p < TL_CDIV(kc, 2); p++)
+    for (int64_t j = 0; j < nw; j++) {
+      int32_t w[2] = {0, 0};
+      for (int h = 0; h < 2; h++)
+        if (j < nr && 2 * p + h < kc) {
+          const uint8_t e = ((const uint8_t *)b->data)[tl_tile_b_offset(b, tb, k0 + 2 * p + h, j0 + j)];
+          w[h] = sgn ? (int32_t)(int8_t)e : (int32_t)e;
+        }
+      buf[p * nw + j] = (int32_t)((uint32_t)(uint16_t)w[0] | (uint32_t)w[1] << 16);
+    }
+}
+
 /* For the streaming walks of 1-2 rows of a (b row-major in place, read from memory a few rows
  * per sweep over all columns): a cursor over the next sweep's rows of b, seen as one run of
  * rows x rowb bytes (rows row stride ld bytes apart; one contiguous run when ld == rowb, as when

@@ -30,12 +30,6 @@
 #define TL_A2Q_KC 128 /* even: whole pairs per chunk */
 #define TL_A2Q_MC 64
 
-/* Element (k, j) of b (any accepted layout), widened (u8: zero, i8: sign). */
-static inline int32_t tl_a2q_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
-  const uint8_t e = ((const uint8_t *)b->data)[tl_tile_b_offset(b, tb, k, j)];
-  return b->dtype == TL_I8 ? (int32_t)(int8_t)e : (int32_t)e;
-}
-
 /* 16 bytes widened to 16 x 16 bits (signed or not). */
 static inline __m256i tl_a2q_widen(__m128i x, int sgn) { return sgn ? _mm256_cvtepi8_epi16(x) : _mm256_cvtepu8_epi16(x); }
 
@@ -44,7 +38,6 @@ static inline __m256i tl_a2q_widen(__m128i x, int sgn) { return sgn ? _mm256_cvt
 static void tl_a2q_stage_b(int32_t *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr) {
   const tl_layout l = b->layout;
   const int sgn = b->dtype == TL_I8;
-  const int64_t np = TL_CDIV(kc, 2);
   int64_t p = 0;
   if (!tb && l.tiled && l.vnni == 4 && l.tile_c == TL_A2Q_NR && l.tile_r % 4 == 0 && k0 % 4 == 0 && nr == TL_A2Q_NR) {
     /* one tile row holds the quads (k..k+3) of 16 columns: widened, each column's two pairs are
@@ -69,13 +62,7 @@ static void tl_a2q_stage_b(int32_t *buf, const tl_ref *b, int tb, int64_t k0, in
       _mm256_store_si256((__m256i *)(buf + p * TL_A2Q_NR + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
     }
   }
-  for (; p < np; p++) /* the rest element by element */
-    for (int64_t j = 0; j < TL_A2Q_NR; j++) {
-      const int64_t k = k0 + 2 * p;
-      const int32_t lo = j < nr ? tl_a2q_b_at(b, tb, k, j0 + j) : 0;
-      const int32_t hi = j < nr && 2 * p + 1 < kc ? tl_a2q_b_at(b, tb, k + 1, j0 + j) : 0;
-      buf[p * TL_A2Q_NR + j] = (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)hi << 16);
-    }
+  tl_tile_i8_pairs(buf, TL_A2Q_NR, b, tb, k0, kc, j0, nr, p); /* the rest element by element */
 }
 
 /* The kernel: c[0..mr) x [0..16) (+)= pairs of a (np words per row, row stride lda words) x the

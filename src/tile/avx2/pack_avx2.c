@@ -42,17 +42,13 @@ static inline void tl_p2_group(char *d, const char *const *s, int64_t es) {
 
 /* The vnni packer (see the opening comment). */
 void tl_avx2_pack_vnni(const tl_pack_job *j) {
-  const tl_layout l = j->layout;
-  const int64_t es = (int64_t)j->esize, v = l.vnni ? l.vnni : 1;
-  if (!l.tiled || es * v != 4 || l.tile_c % 16 || (j->src_cs != 1 && j->rows > 0 && j->cols > 1)) {
+  tl_vnni_geom gm;
+  if (!tl_vnni_geom_of(j, &gm)) {
     tl_pack_portable(j);
     return;
   }
-  uint32_t pad = 0;
-  if (j->pad) memcpy(&pad, j->pad, (size_t)es);
-  const int64_t tr = l.tile_r, tc = l.tile_c;
-  const int64_t trows = TL_CDIV(j->dst_rows, tr), tcols = TL_CDIV(j->dst_cols, tc);
-  const int64_t tile = (j->tile_stride ? j->tile_stride : tr * tc) * es; /* bytes from tile to tile */
+  const int64_t es = gm.es, v = gm.v, tr = gm.tr, tc = gm.tc, trows = gm.trows, tcols = gm.tcols, tile = gm.tile;
+  const uint32_t pad = gm.pad;
   for (int64_t ti = 0; ti < trows; ti++)
     for (int64_t g = 0; g < tr / v; g++) {
       const int64_t r0 = ti * tr + g * v; /* the group's first source row */

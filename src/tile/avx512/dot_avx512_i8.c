@@ -43,18 +43,11 @@ static inline __m512i tl_a5q_widen(const uint8_t *p, __mmask32 m, int sgn) {
   return sgn ? _mm512_cvtepi8_epi16(x) : _mm512_cvtepu8_epi16(x);
 }
 
-/* Element (k, j) of b (any accepted layout), widened (u8: zero, i8: sign). */
-static inline int32_t tl_a5q_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
-  const uint8_t e = ((const uint8_t *)b->data)[tl_tile_b_offset(b, tb, k, j)];
-  return b->dtype == TL_I8 ? (int32_t)(int8_t)e : (int32_t)e;
-}
-
 /* Stages b(k0..k0+kc, j0..j0+nr) as kc / 2 (rounded up) rows of 32 pair words (16-bit b(k, j)
  * low, b(k + 1, j) high; zero past kc and past nr). */
 static void tl_a5q_stage_b(int32_t *buf, const tl_ref *b, int tb, int64_t k0, int64_t kc, int64_t j0, int64_t nr) {
   const tl_layout l = b->layout;
   const int sgn = b->dtype == TL_I8;
-  const int64_t np = TL_CDIV(kc, 2);
   int64_t p = 0;
   if (!tb && l.tiled && l.vnni == 4 && l.tile_c == 16 && l.tile_r % 4 == 0 && k0 % 4 == 0 && j0 % 16 == 0) {
     /* a tile row holds the quads (k..k+3) of 16 columns: widened, column c's pairs (k, k+1) and
@@ -86,13 +79,7 @@ static void tl_a5q_stage_b(int32_t *buf, const tl_ref *b, int tb, int64_t k0, in
       _mm512_store_si512(buf + p * TL_A5Q_NR + 16, _mm512_permutex2var_epi64(lo, i1, hi));
     }
   }
-  for (; p < np; p++) /* the rest element by element */
-    for (int64_t j = 0; j < TL_A5Q_NR; j++) {
-      const int64_t k = k0 + 2 * p;
-      const int32_t lo = j < nr ? tl_a5q_b_at(b, tb, k, j0 + j) : 0;
-      const int32_t hi = j < nr && 2 * p + 1 < kc ? tl_a5q_b_at(b, tb, k + 1, j0 + j) : 0;
-      buf[p * TL_A5Q_NR + j] = (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)hi << 16);
-    }
+  tl_tile_i8_pairs(buf, TL_A5Q_NR, b, tb, k0, kc, j0, nr, p); /* the rest element by element */
 }
 
 /* The kernel: c[0..mr) x [0..32) (+)= pairs of a (np words per row, row stride lda words) x the
