@@ -82,5 +82,8 @@ int tl_amx_emulated(void);
  * the process (a CPU without AVX-VNNI on one that has it; contexts made before keep their
  * level). Paths that check a feature at run time (the avx2vnni dot) see it at their next call. */
 void tl_cpu_hide(uint32_t features);
+/* Whether tl_cpu_detect reports all of features (hidden ones not): for paths that check a
+ * feature their ISA level does not imply at run time (the avx2vnni side branch). */
+int tl_cpu_has(uint32_t features);
 
 #endif /* TL_CORE_IMPL_H */

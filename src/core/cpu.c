@@ -266,7 +266,7 @@ static _Atomic int tl_cpu_amx_emulated; /* tl_amx_emulate (tests only) */
 static _Atomic uint32_t tl_cpu_hidden;   /* tl_cpu_hide (tests only) */
 
 /* Copies the cached detection into *out (detecting on the first call); NULL is a no-op. With the
- * AMX emulation on, the copy reports AMX (core_impl.h). */
+ * AMX emulation on, the copy reports AMX; features hidden by tl_cpu_hide are left out (core_impl.h). */
 void tl_cpu_detect(tl_cpu_info *out) {
   if (!out) return;
   pthread_once(&tl_cpu_once, tl_cpu_detect_once);
@@ -284,6 +284,13 @@ void tl_cpu_detect(tl_cpu_info *out) {
 
 /* See core_impl.h. */
 void tl_cpu_hide(uint32_t features) { tl_cpu_hidden |= features; }
+
+/* See core_impl.h. */
+int tl_cpu_has(uint32_t features) {
+  tl_cpu_info ci;
+  tl_cpu_detect(&ci);
+  return (ci.features & features) == features;
+}
 
 /* See core_impl.h. */
 int tl_amx_emulate(void) {

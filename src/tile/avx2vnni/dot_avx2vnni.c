@@ -155,14 +155,6 @@ static void tl_v2_rows(int mode, int64_t mr, int64_t nq, const uint32_t *a, cons
 #undef TL_V2_MR_CASES
 }
 
-/* Whether this CPU has AVX-VNNI (tl_cpu_detect's cached answer, read on every call: a copy of
- * a few hundred bytes per dot, and tests may hide the feature, tl_cpu_hide). */
-static int tl_v2_have(void) {
-  tl_cpu_info ci;
-  tl_cpu_detect(&ci);
-  return (ci.features & TL_FEAT_AVXVNNI) != 0;
-}
-
 /* tl_tile_dot's avx2vnni path (see the opening comment). Returns 1 when it did the work. */
 int tl_avx2vnni_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   if (acc->dtype != TL_I32 || a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
@@ -171,7 +163,7 @@ int tl_avx2vnni_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flag
   else if (a->dtype == TL_I8 && b->dtype == TL_U8) mode = TL_V2_BU;
   else if (a->dtype == TL_I8 && b->dtype == TL_I8) mode = TL_V2_SS;
   else return 0; /* u8 x u8 (and anything else): the avx2 level */
-  if (!tl_v2_have()) return 0;
+  if (!tl_cpu_has(TL_FEAT_AVXVNNI)) return 0; /* read on every call: tests may hide it, tl_cpu_hide */
   const int tb = (flags & TL_DOT_TRANS_B) != 0, accum = (flags & TL_DOT_ACCUMULATE) != 0;
   const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1], lda = a->stride[0], ldc = acc->stride[0];
   if (m == 0 || n == 0) return 1;

@@ -117,11 +117,8 @@ static inline __attribute__((always_inline)) void tl_a5q_kern(int mr, int64_t np
 /* See the opening comment. Returns 1 when it did the work. */
 int tl_avx512_dot_i8(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   if (a->layout.tiled || a->stride[1] != 1 || acc->stride[1] != 1) return 0;
-  if (!(a->dtype == TL_U8 && b->dtype == TL_U8)) { /* the mixes VPDPBUSD takes: avx2vnni's, where the CPU has it */
-    tl_cpu_info ci;
-    tl_cpu_detect(&ci);
-    if (ci.features & TL_FEAT_AVXVNNI) return 0;
-  }
+  /* the mixes VPDPBUSD takes are avx2vnni's, where the CPU has it */
+  if (!(a->dtype == TL_U8 && b->dtype == TL_U8) && tl_cpu_has(TL_FEAT_AVXVNNI)) return 0;
   const int tb = (flags & TL_DOT_TRANS_B) != 0, accum = (flags & TL_DOT_ACCUMULATE) != 0;
   const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1], lda = a->stride[0], ldc = acc->stride[0];
   if (m == 0 || n == 0) return 1;
