@@ -111,6 +111,29 @@ static inline float tl_tile_bf16_daz(uint16_t h) {
  * 12 and 1.54-1.57 at 16 (docs/matmul.md, "Dot paths"). */
 #define TL_TILE_STREAM_PF 12288
 
+/* A row-major b block of at most this many bytes whose panels stay in L1 (tl_tile_b_fits_l1) is
+ * read in place by the f32 dots at any row count (AVX-512 stages b from TL_A5_PACK_M rows, AVX2
+ * from two row blocks). Larger ones, which come from L3 or memory, are staged (AVX-512: in place
+ * measured 7-9% slower cold at 100x500x256 and 200x1000x200). */
+#define TL_TILE_SMALL_B ((int64_t)64 << 10)
+
+/* 1 when a panel (16 or 32 columns) of a row-major b (kk rows, row stride ldb floats) read in
+ * place stays in L1 across the row blocks: its rows spread over the L1 sets (a 4 KiB way: 64 sets
+ * of 64-byte lines) with at most 4 rows per set, so the panel never evicts itself. Rows a
+ * multiple of 4 KiB apart share one set (the reason b is staged); 64 rows 256 bytes apart use
+ * each set 4 times. Then staging b per call only costs (AVX-512, packing a too: f32 64x64x64 in
+ * L1, tilec_bench_tile_dot: 83 -> 104-108 GFLOP/s). */
+static inline int tl_tile_b_fits_l1(int64_t kk, int64_t ldb) {
+  int64_t s = (ldb * 4) % 4096, g = 4096;
+  if (s) /* gcd(s, 4096): the spacing of the rows' positions within a 4 KiB way */
+    for (int64_t x = s, y = 4096; y;) {
+      const int64_t t = x % y;
+      x = y, y = t, g = x;
+    }
+  const int64_t positions = 4096 / (g > 64 ? g : 64); /* distinct sets the rows start in */
+  return kk <= 4 * positions;
+}
+
 /* Element offset of b(k, j) for any b tl_tile_dot accepts: TL_DOT_TRANS_B (tb: [N, K] with its
  * strides), row-major [K, N] with any strides, or tiled (any vnni honoured). For the dots'
  * element-by-element staging. */

@@ -4,9 +4,12 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride); b row-major with unit column
- * stride (read in place; for 1-2 rows of acc, a block past TL_A2_STREAM_BYTES walked a few rows at
- * a time: tl_a2_stream), or TL_DOT_TRANS_B / tiled / strided (a panel of 16 columns x
- * TL_A2_KC rows is staged on the stack first). Anything else returns 0 (the scalar path takes it).
+ * stride (read in place for one row block of acc, TL_A2_MR rows, or a small block that stays in
+ * L1, tl_tile_b_fits_l1; for 1-2 rows of acc, a block past TL_A2_STREAM_BYTES walked a few rows
+ * at a time: tl_a2_stream; otherwise staged TL_A2_SW columns at a time, tl_a2_dot_wide), 16-column
+ * tiles without interleave (read in place), or TL_DOT_TRANS_B / other tilings / strided (a panel
+ * of 16 columns x TL_A2_KC rows is staged on the stack first). Anything else returns 0 (the
+ * scalar path takes it).
  *
  * Invariants:
  * - acc is read only with TL_DOT_ACCUMULATE; nothing outside acc's M x N elements is read or
@@ -14,8 +17,9 @@
  *   shorter row count at the M edge).
  * - Each acc(i, j) is one f32 sum in increasing k, started from acc(i, j) or 0, with fused
  *   multiply-adds.
- * - No allocation, no locks; the stack holds at most one 8 KiB panel (f32), or 40 KiB of f32
- *   copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of b).
+ * - No allocation, no locks; the stack holds at most one 8 KiB panel or the 64 KiB wide staging
+ *   buffer (f32), or 40 KiB of f32 copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of
+ *   b).
  */
 #include <immintrin.h>
 
@@ -48,7 +52,8 @@ static inline __attribute__((always_inline)) void tl_a2_store(int full, float *p
 static inline __attribute__((always_inline)) void tl_a2_kern(int full, int mr, int nv, int64_t kc, const float *a,
                                                              int64_t lda, const float *b, int64_t ldb,
                                                              float *c, int64_t ldc, __m256i m0,
-                                                             __m256i m1, int accum) {
+                                                             __m256i m1, int accum, const char *pf, int64_t pfld,
+                                                             int64_t pfk) {
   __m256 acc[TL_A2_MR][2];
 #pragma GCC unroll 6
   for (int i = 0; i < TL_A2_MR; i++) {
@@ -60,6 +65,10 @@ static inline __attribute__((always_inline)) void tl_a2_kern(int full, int mr, i
     }
   }
   for (int64_t k = 0; k < kc; k++) {
+    if (pf && k < pfk) {
+      _mm_prefetch(pf + k * pfld, _MM_HINT_T0);
+      _mm_prefetch(pf + k * pfld + 63, _MM_HINT_T0);
+    }
     const __m256 b0 = tl_a2_load(full, b + k * ldb, m0);
     const __m256 b1 = nv == 2 ? tl_a2_load(full, b + k * ldb + 8, m1) : _mm256_setzero_ps();
 #pragma GCC unroll 6
@@ -81,43 +90,49 @@ static inline __attribute__((always_inline)) void tl_a2_kern(int full, int mr, i
 /* One register block: dispatches (mr, nv) to a specialised copy of the microkernel; a block of
  * all 16 columns (nr == 16) runs the unmasked copies. */
 static void tl_a2_block(int mr, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, float *c, int64_t ldc, __m256i m0, __m256i m1, int accum) {
+                        int64_t ldb, float *c, int64_t ldc, __m256i m0, __m256i m1, int accum, const char *pf,
+                        int64_t pfld, int64_t pfk) {
   if (nr == TL_A2_NR) {
     switch (mr) {
-    case 1: tl_a2_kern(1, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-    case 2: tl_a2_kern(1, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-    case 3: tl_a2_kern(1, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-    case 4: tl_a2_kern(1, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-    case 5: tl_a2_kern(1, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-    default: tl_a2_kern(1, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+    case 1: tl_a2_kern(1, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+    case 2: tl_a2_kern(1, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+    case 3: tl_a2_kern(1, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+    case 4: tl_a2_kern(1, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+    case 5: tl_a2_kern(1, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+    default: tl_a2_kern(1, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
     }
     return;
   }
   const int nv = nr > 8 ? 2 : 1;
   switch (mr * 2 + nv - 1) {
-  case 2: tl_a2_kern(0, 1, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 3: tl_a2_kern(0, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 4: tl_a2_kern(0, 2, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 5: tl_a2_kern(0, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 6: tl_a2_kern(0, 3, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 7: tl_a2_kern(0, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 8: tl_a2_kern(0, 4, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 9: tl_a2_kern(0, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 10: tl_a2_kern(0, 5, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 11: tl_a2_kern(0, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  case 12: tl_a2_kern(0, 6, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
-  default: tl_a2_kern(0, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum); break;
+  case 2: tl_a2_kern(0, 1, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 3: tl_a2_kern(0, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 4: tl_a2_kern(0, 2, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 5: tl_a2_kern(0, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 6: tl_a2_kern(0, 3, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 7: tl_a2_kern(0, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 8: tl_a2_kern(0, 4, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 9: tl_a2_kern(0, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 10: tl_a2_kern(0, 5, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 11: tl_a2_kern(0, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 12: tl_a2_kern(0, 6, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  default: tl_a2_kern(0, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
   }
 }
 
 /* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
-static void tl_a2_panel(int64_t m, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
-                        int64_t ldb, float *c, int64_t ldc, int accum) {
+static void tl_a2_panel_pf(int64_t m, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
+                           int64_t ldb, float *c, int64_t ldc, int accum, const char *pf, int64_t pfld,
+                           int64_t pfk) {
   const __m256i m0 = tl_a2_mask(nr), m1 = tl_a2_mask(nr - 8);
   for (int64_t i0 = 0; i0 < m; i0 += TL_A2_MR) {
     const int mr = (int)(m - i0 < TL_A2_MR ? m - i0 : TL_A2_MR);
-    tl_a2_block(mr, nr, kc, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc, m0, m1, accum);
+    tl_a2_block(mr, nr, kc, a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc, m0, m1, accum, i0 == 0 ? pf : NULL, pfld, pfk);
   }
+}
+static void tl_a2_panel(int64_t m, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
+                        int64_t ldb, float *c, int64_t ldc, int accum) {
+  tl_a2_panel_pf(m, nr, kc, a, lda, b, ldb, c, ldc, accum, NULL, 0, 0);
 }
 
 /* A b block in place past this many bytes, against 1-2 rows of acc, comes from memory: it is
@@ -164,6 +179,72 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
       }
     }
     if (kr == 0) break;
+  }
+}
+
+/* Row-major b against more than one row block of acc (unless small: tl_tile_b_fits_l1) is
+ * staged TL_A2_SW columns x TL_A2_KC rows at a time: each row of b is read as one run of
+ * TL_A2_SW floats (eight 64-byte lines) into the 16-column panels that the row blocks then share,
+ * with the rows TL_A2_SPF ahead prefetched (rows a row stride apart, each on its own page, which
+ * the hardware's prefetchers do not cross), and the first row block of each panel prefetches the
+ * next chunk's 16 columns, a row per k. Read in place, every row block walked the panel again a
+ * row stride apart, on lines that share L1 and L2 sets for power-of-two strides. Measured
+ * (`TILEC_ISA=avx2 tilec bench gemm --threads 2 --dtype f32 --peers none`, Zen 5 VM, builds
+ * alternating): 16x4096x4096 7.8 -> 3.9-4.0 ms, 8x4096x4096 6.9 -> 3.1, 128x4096x4096 25.9 ->
+ * 19.5, 16x11008x4096 17.6 -> 9.6-10.0; 64 columns a run (3.4-4.4 ms at 16 rows) and 256 (4.3-4.4)
+ * were slower than 128 (3.8), and double-buffered staging interleaved with the row blocks gained
+ * nothing. */
+#define TL_A2_SW 128
+#define TL_A2_SPF 32
+
+/* Stages b(k0..k0+kc, j0..j0+w) (row-major, unit column stride, w <= TL_A2_SW) as panels of kc
+ * rows x TL_A2_NR floats, panel p at buf + p * TL_A2_KC * TL_A2_NR (columns past w untouched);
+ * kk is b's row count (the prefetches stay inside b). */
+static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk, int64_t k0, int64_t kc, int64_t j0,
+                             int64_t w) {
+  const int np = (int)TL_CDIV(w, TL_A2_NR);
+  for (int64_t k = 0; k < kc; k++) {
+    const float *src = b + (k0 + k) * ldb + j0;
+    if (k0 + k + TL_A2_SPF < kk) {
+      const char *pf = (const char *)(src + TL_A2_SPF * ldb);
+      for (int64_t x = 0; x < w * 4; x += 64) _mm_prefetch(pf + x, _MM_HINT_T0);
+      _mm_prefetch(pf + w * 4 - 1, _MM_HINT_T0); /* the run's last line, when it is not 64-byte aligned */
+    }
+    for (int p = 0; p < np; p++) {
+      float *dst = buf + p * TL_A2_KC * TL_A2_NR + k * TL_A2_NR;
+      const int64_t c = w - p * TL_A2_NR;
+      if (c >= TL_A2_NR) {
+        _mm256_store_ps(dst, _mm256_loadu_ps(src + p * TL_A2_NR));
+        _mm256_store_ps(dst + 8, _mm256_loadu_ps(src + p * TL_A2_NR + 8));
+      } else {
+        _mm256_store_ps(dst, _mm256_maskload_ps(src + p * TL_A2_NR, tl_a2_mask(c)));
+        _mm256_store_ps(dst + 8, _mm256_maskload_ps(src + p * TL_A2_NR + 8, tl_a2_mask(c - 8)));
+      }
+    }
+  }
+}
+
+/* acc (+)= a @ b through the wide staging (see TL_A2_SW), b row-major with unit column stride
+ * and kk >= 1; out of line, so that its 64 KiB buffer is on the stack only while it runs. */
+static __attribute__((noinline)) void tl_a2_dot_wide(int64_t m, int64_t n, int64_t kk, const float *pa, int64_t lda,
+                                                     const float *pb, int64_t ldb, float *pc, int64_t ldc, int accum) {
+  _Alignas(64) float wb[TL_A2_KC * TL_A2_SW];
+  for (int64_t j0 = 0; j0 < n; j0 += TL_A2_SW) {
+    const int64_t w = TL_MIN(TL_A2_SW, n - j0);
+    for (int64_t k0 = 0; k0 < kk; k0 += TL_A2_KC) {
+      const int64_t kc = TL_MIN(TL_A2_KC, kk - k0);
+      tl_a2_stage_wide(wb, pb, ldb, kk, k0, kc, j0, w);
+      /* the next chunk (the next k rows of these columns, else the next columns' first rows):
+       * the first row block of each panel prefetches its 16 columns of it, a row per k */
+      const int64_t nk0 = k0 + kc < kk ? k0 + kc : 0, nj0 = k0 + kc < kk ? j0 : j0 + TL_A2_SW;
+      const int64_t nkc = TL_MIN(TL_A2_KC, kk - nk0), nw = TL_MIN(TL_A2_SW, n - nj0);
+      for (int64_t p = 0; p * TL_A2_NR < w; p++) {
+        const int pfon = nj0 < n && (p + 1) * TL_A2_NR <= nw; /* whole 16-column runs only */
+        tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, w - p * TL_A2_NR), kc, pa + k0, lda, wb + p * TL_A2_KC * TL_A2_NR, TL_A2_NR,
+                       pc + j0 + p * TL_A2_NR, ldc, accum || k0 > 0,
+                       pfon ? (const char *)(pb + nk0 * ldb + nj0 + p * TL_A2_NR) : NULL, ldb * 4, nkc);
+      }
+    }
   }
 }
 
@@ -243,7 +324,7 @@ static void tl_a2_bf_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, in
 }
 
 /* acc (+)= a @ b for bf16 a (row-major, unit column stride) and b (any accepted layout). */
-static void tl_a2_dot_bf16(tl_ref *acc, const tl_ref *a, const tl_ref *b, int tb, int accum) {
+static __attribute__((noinline)) void tl_a2_dot_bf16(tl_ref *acc, const tl_ref *a, const tl_ref *b, int tb, int accum) {
   const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1], lda = a->stride[0], ldc = acc->stride[0];
   float *pc = (float *)acc->data;
   _Alignas(64) float af[TL_A2_BF_MC * TL_A2_KC];
@@ -296,10 +377,14 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
       else tl_a2_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
-    for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
-      const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
-      tl_a2_panel(m, nr, kk, pa, lda, pb + j0, b->stride[0], pc + j0, ldc, accum);
+    if (m <= TL_A2_MR || kk == 0 || (kk * n * 4 <= TL_TILE_SMALL_B && tl_tile_b_fits_l1(kk, b->stride[0]))) {
+      for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
+        const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
+        tl_a2_panel(m, nr, kk, pa, lda, pb + j0, b->stride[0], pc + j0, ldc, accum);
+      }
+      return 1;
     }
+    tl_a2_dot_wide(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
     return 1;
   }
   if (!tb && b->layout.tiled && b->layout.tile_c == TL_A2_NR && b->layout.vnni <= 1 && kk > 0) {

@@ -9,7 +9,7 @@
  * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
  * TL_A5_STREAM_BYTES: the streaming kernel; 1-4 rows with at most 128 / 64 columns: the skinny
  * one; else 32-column panels), and from any row count when the block
- * is at most TL_A5_SMALL_B bytes and its panels stay in L1 (tl_a5_b_fits_l1); tiled in
+ * is at most TL_TILE_SMALL_B bytes and its panels stay in L1 (tl_tile_b_fits_l1); tiled in
  * 16-column tiles without interleave read in place (5-16 rows: one tile at a time in one pass,
  * tl_a5_kern16, with a packed; otherwise 32-column panels of two tiles); anything else (row-major from TL_A5_PACK_M
  * rows, TL_DOT_TRANS_B, other tilings, strided) staged per panel of 32 columns x TL_A5_KC rows,
@@ -404,28 +404,6 @@ static void tl_a5_stage_b(float *buf, const tl_ref *b, int tb, int64_t k0, int64
     for (int64_t j = 0; j < nr; j++) buf[k * TL_A5_NR + j] = *tl_a5_b_at(b, tb, k0 + k, j0 + j);
 }
 
-/* From TL_A5_PACK_M rows, a row-major b block of at most this many bytes whose panels stay in L1
- * (tl_a5_b_fits_l1) is read in place too. Larger ones, which come from L3 or memory, are staged
- * (in place measured 7-9% slower cold at 100x500x256 and 200x1000x200). */
-#define TL_A5_SMALL_B ((int64_t)64 << 10)
-
-/* 1 when a 32-column panel of a row-major b (kk rows, row stride ldb floats) read in place stays
- * in L1 across the row blocks: its rows spread over the L1 sets (a 4 KiB way: 64 sets of 64-byte
- * lines) with at most 4 rows per set, so the panel never evicts itself. Rows a multiple of 4 KiB
- * apart share one set (the reason b is staged from TL_A5_PACK_M rows); 64 rows 256 bytes apart
- * use each set 4 times. Then packing a and staging b per call only costs (f32 64x64x64 in L1,
- * tilec_bench_tile_dot: 83 -> 104-108 GFLOP/s). */
-static int tl_a5_b_fits_l1(int64_t kk, int64_t ldb) {
-  int64_t s = (ldb * 4) % 4096, g = 4096;
-  if (s) /* gcd(s, 4096): the spacing of the rows' positions within a 4 KiB way */
-    for (int64_t x = s, y = 4096; y;) {
-      const int64_t t = x % y;
-      x = y, y = t, g = x;
-    }
-  const int64_t positions = 4096 / (g > 64 ? g : 64); /* distinct sets the rows start in */
-  return kk <= 4 * positions;
-}
-
 /* Columns of a row-major b (row stride ldb floats, n columns) before its rows' next 64-byte line
  * when they all sit at one offset off a line (0 when aligned, or when rows differ): the width of
  * a first panel after which every panel starts on a line. */
@@ -548,7 +526,7 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
   const int tiled16 = !tb && b->layout.tiled && b->layout.tile_c == 16 && b->layout.vnni <= 1;
   const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], 16);
   const int in_place = !tb && !b->layout.tiled && b->stride[1] == 1 &&
-                       (m < TL_A5_PACK_M || (kk * n * 4 <= TL_A5_SMALL_B && tl_a5_b_fits_l1(kk, b->stride[0])));
+                       (m < TL_A5_PACK_M || (kk * n * 4 <= TL_TILE_SMALL_B && tl_tile_b_fits_l1(kk, b->stride[0])));
   const int64_t kparts = in_place                      ? 1
                          : !tiled16                    ? TL_CDIV(kk, TL_A5_KC)
                          : m < TL_A5_PACK_M || tr <= TL_A5_KC ? TL_CDIV(kk, tr)
