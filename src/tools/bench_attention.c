@@ -436,7 +436,7 @@ static void tl_attn_header(tl_benv *env) {
   if (env->peers.torch)
     printf("    torch sdpa: torch.nn.functional.scaled_dot_product_attention on its own inputs (o in the input dtype),\n"
            "    checked in the driver; its is_causal is top-left aligned, the same as bottom-right for Sq = Sk\n");
-  printf("  environment: %s\n", env->peers.env_desc);
+  tl_bpeers_print_env(&env->peers);
   printf("peak (prefill %% peak): %s\n", tl_attn_state.peak_desc);
   printf("bandwidth (decode bound: K and V read once): %s\n", tl_attn_state.bw_desc);
   printf("columns: median per call (min - max); prefill GFLOP/s = 4 H (visible pairs) D / median; decode GB/s = bytes of\n"

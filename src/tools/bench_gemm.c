@@ -467,7 +467,7 @@ static void tl_gemm_header(tl_benv *env) {
   if (env->peers.torch)
     printf("    torch gemm: torch.matmul(a, b, out=c) on its own inputs, checked in the driver the same way; %s\n",
            dt == TL_GEMM_F32 ? "f32" : dt == TL_GEMM_BF16 ? "bf16: torch writes C in bf16 (rounded), not f32" : "no row: torch has no u8 x s8 -> i32 CPU matmul");
-  printf("  environment: %s\n", env->peers.env_desc);
+  tl_bpeers_print_env(&env->peers);
   printf("peak: %s\n", tl_gemm_state.peak_desc);
   if (!env->quick)
     printf("long products: the time cap per implementation is raised to 4 x 2MNK / 50 GFLOP/s (at most 15 s), so\n"

@@ -86,7 +86,9 @@ typedef struct tl_bpeers {
   char torch_version[32];
   /* one line each for the header: what was found, where, and its settings; or why not */
   char openblas_desc[256], blis_desc[256], dnnl_desc[256], torch_desc[256];
-  char env_desc[384]; /* the OpenMP / OpenBLAS environment the peers run with */
+  char env_desc[640]; /* the OpenMP / OpenBLAS environment the peers run with */
+  char cap_desc[384]; /* the peers' ISA switches set to match TILEC_ISA ("" when not capped) */
+  int cap_level;      /* the tl_isa level the peers are capped at, -1 when not capped */
   unsigned want;      /* the TL_BPEER_LIST bits asked for (suites load their own extra peers) */
 } tl_bpeers;
 
@@ -102,9 +104,12 @@ typedef struct tl_bpeers {
 /* Finds the peers in `want` (TL_BPEER_LIST bits) present now. Sets, when the user has not, the
  * environment they read when loaded (OMP_NUM_THREADS=threads, GOMP_SPINCOUNT,
  * OPENBLAS_THREAD_TIMEOUT, BLIS_ARCH_TYPE for AVX-512 CPUs where BLIS picks an AVX2
- * configuration) and says so in the descriptions. Never fails: an absent or unwanted peer has a
+ * configuration; with TILEC_ISA below the CPU's best level, each peer's ISA switch at the same
+ * level: cap_desc, cap_level) and says so in the descriptions. Never fails: an absent or unwanted peer has a
  * NULL handle and a description saying why. */
 void tl_bpeers_load(tl_bpeers *p, int threads, unsigned want);
+/* Prints the header's "environment:" line and, when the peers are capped, its "ISA cap:" line. */
+void tl_bpeers_print_env(const tl_bpeers *p);
 void tl_bpeers_close(tl_bpeers *p);
 
 /* oneDNN primitives over n f32 (1-D, format a). eltwise: dst = alpha * src + beta (the

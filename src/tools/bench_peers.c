@@ -21,6 +21,11 @@
  *                                    some Intel parts; DESIGN §8). What BLIS picks is found in a
  *                                    forked child, and so is whether the forced id loads (BLIS
  *                                    aborts the process on an id it was not built with).
+ *   with TILEC_ISA below the CPU's best level (a context capped to stand for a CPU without the
+ *   higher units), the peers are capped at the same instruction sets (tl_peer_caps): oneDNN
+ *   ONEDNN_MAX_CPU_ISA, OpenBLAS OPENBLAS_CORETYPE, BLIS BLIS_ARCH_TYPE (the id of the
+ *   configuration, checked in a forked child like skx), libxsmm LIBXSMM_TARGET, and for PyTorch's
+ *   process ATEN_CPU_CAPABILITY and MKL_ENABLE_INSTRUCTIONS (MKL honours it on Intel CPUs only).
  * Invariants: nothing here prints to stdout; a peer's function pointers are all set or it is
  * absent (NULL handle).
  */
@@ -52,6 +57,37 @@ static void tl_peer_env(char *desc, size_t n, const char *name, const char *valu
 static const char *tl_peer_file(void *sym) {
   Dl_info di;
   return sym && dladdr(sym, &di) && di.dli_fname ? di.dli_fname : "?";
+}
+
+/* ---- the ISA cap ---- */
+
+/* Each peer's switch value for a tilec ISA level: what a CPU whose best level that is would run. */
+typedef struct tl_peer_cap {
+  const char *dnnl, *openblas, *blis, *xsmm, *aten, *mkl;
+} tl_peer_cap;
+
+static const tl_peer_cap tl_peer_caps[TL_ISA_COUNT] = {
+    [TL_ISA_SCALAR] = {"SSE41", "Nehalem", "penryn", "wsm", "default", "SSE4_2"},
+    [TL_ISA_AVX2] = {"AVX2", "Haswell", "haswell", "hsw", "avx2", "AVX2"},
+    [TL_ISA_AVX2VNNI] = {"AVX2_VNNI", "Haswell", "haswell", "hsw", "avx2", "AVX2_E1"},
+    [TL_ISA_AVX512] = {"AVX512_CORE", "SkylakeX", "skx", "skx", "avx512", "AVX512"},
+    [TL_ISA_AVX512VNNI] = {"AVX512_CORE_VNNI", "SkylakeX", "skx", "clx", "avx512", "AVX512_E1"},
+    [TL_ISA_AVX512BF16] = {"AVX512_CORE_BF16", "Cooperlake", "skx", "cpx", "avx512", "AVX512_E3"},
+    [TL_ISA_AMX] = {NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The level tilec's contexts run when TILEC_ISA caps them below the CPU's best (as tl_ctx_new
+ * reads it: an avx2vnni the CPU cannot run is avx2); -1 when there is no such cap (unset,
+ * unparsable: tl_ctx_new reports that, or at or above the CPU's level). */
+static int tl_peer_cap_level(void) {
+  const char *e = getenv("TILEC_ISA");
+  tl_isa cap;
+  if (!e || !*e || tl_isa_parse(e, &cap) != TL_OK) return -1;
+  tl_cpu_info cpu;
+  tl_cpu_detect(&cpu);
+  tl_isa eff = cap < cpu.isa_max ? cap : cpu.isa_max;
+  if (eff == TL_ISA_AVX2VNNI && !(cpu.features & TL_FEAT_AVXVNNI)) eff = TL_ISA_AVX2;
+  return eff < cpu.isa_max ? (int)eff : -1;
 }
 
 /* ---- OpenBLAS ---- */
@@ -140,8 +176,9 @@ static int tl_blis_id(tl_blis_str_fn str, const char *name) {
 }
 
 /* Loads BLIS, decides its configuration (forcing skx where it would waste AVX-512, see the file
- * comment), initialises it and sets its threads. */
-static void tl_peer_blis(tl_bpeers *p, int threads) {
+ * comment; or `cap`, the configuration named for the ISA cap, unless that is skx), initialises it
+ * and sets its threads. */
+static void tl_peer_blis(tl_bpeers *p, int threads, const char *cap) {
   const char *lib = "libblis.so.4";
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) h = dlopen(lib = "libblis.so", RTLD_NOW | RTLD_LOCAL);
@@ -176,6 +213,17 @@ static void tl_peer_blis(tl_bpeers *p, int threads) {
       return;
     }
     snprintf(arch, sizeof arch, "BLIS_ARCH_TYPE=%.32s (yours)", user);
+  } else if (cap && str && strcmp(cap, "skx")) {
+    const int want = tl_blis_id(str, cap);
+    if (want >= 0 && tl_blis_child(h, want) == want) {
+      char v[16];
+      snprintf(v, sizeof v, "%d", want);
+      setenv("BLIS_ARCH_TYPE", v, 1);
+      snprintf(arch, sizeof arch, "capped to %s for TILEC_ISA (BLIS_ARCH_TYPE=%d, set here)", cap, want);
+    } else {
+      snprintf(arch, sizeof arch, "capping to %s for TILEC_ISA failed (%s), kept", cap,
+               want < 0 ? "no such configuration in this build" : "its initialisation failed");
+    }
   } else if (!str) {
     snprintf(arch, sizeof arch, "configuration not queried (BLIS %s: only 0.x is probed), kept", ver);
   } else {
@@ -619,8 +667,28 @@ void tl_bpeers_load(tl_bpeers *p, int threads, unsigned want) {
   snprintf(p->env_desc + len, sizeof p->env_desc - len, ", OMP_WAIT_POLICY=%s", wait ? wait : "unset (libgomp: spin, then sleep)");
   tl_peer_env(p->env_desc, sizeof p->env_desc, "GOMP_SPINCOUNT", "30000", "set here: idle spin ~0.5 ms, not ~4 ms");
   tl_peer_env(p->env_desc, sizeof p->env_desc, "OPENBLAS_THREAD_TIMEOUT", "20", "set here: idle spin 2^20 cycles, not 2^28");
+  const int level = tl_peer_cap_level();
+  const tl_peer_cap *cap = level >= 0 ? &tl_peer_caps[level] : NULL;
+  p->cap_level = level;
+  if (cap) { /* before any peer loads: each reads its switch once */
+    char *d = p->cap_desc;
+    const size_t n = sizeof p->cap_desc;
+    const char *why = "set here";
+    tl_peer_env(d, n, "ONEDNN_MAX_CPU_ISA", cap->dnnl, why);
+    tl_peer_env(d, n, "OPENBLAS_CORETYPE", cap->openblas, why);
+    tl_peer_env(d, n, "LIBXSMM_TARGET", cap->xsmm, why);
+    tl_peer_env(d, n, "ATEN_CPU_CAPABILITY", cap->aten, why);
+    tl_peer_env(d, n, "MKL_ENABLE_INSTRUCTIONS", cap->mkl, "set here; MKL honours it on Intel CPUs only");
+    const size_t used = strlen(d);
+    snprintf(d + used, n - used, ", BLIS: %s (see its line)", cap->blis);
+  } else { /* the user's own switches, which make a peer run below the CPU's best */
+    static const char *const names[] = {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "LIBXSMM_TARGET",
+                                        "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      if (getenv(names[i])) tl_peer_env(p->env_desc, sizeof p->env_desc, names[i], "", "");
+  }
   /* BLIS first: its configuration is probed in forked children, best done before threads exist */
-  if (want & 2) tl_peer_blis(p, threads);
+  if (want & 2) tl_peer_blis(p, threads, cap ? cap->blis : NULL);
   else snprintf(p->blis_desc, sizeof p->blis_desc, "blis: not asked for (--peers)");
   if (want & 1) tl_peer_openblas(p, threads);
   else snprintf(p->openblas_desc, sizeof p->openblas_desc, "openblas: not asked for (--peers)");
@@ -628,6 +696,13 @@ void tl_bpeers_load(tl_bpeers *p, int threads, unsigned want) {
   else snprintf(p->dnnl_desc, sizeof p->dnnl_desc, "onednn: not asked for (--peers)");
   if (want & 8) tl_peer_torch(p);
   else snprintf(p->torch_desc, sizeof p->torch_desc, "torch: not asked for (--peers)");
+}
+
+void tl_bpeers_print_env(const tl_bpeers *p) {
+  printf("  environment: %s\n", p->env_desc);
+  if (p->cap_level >= 0)
+    printf("  ISA cap: TILEC_ISA=%s is below this CPU's best level, so the peers are capped alike: %s\n",
+           tl_isa_name((tl_isa)p->cap_level), p->cap_desc);
 }
 
 void tl_bpeers_close(tl_bpeers *p) {

@@ -249,7 +249,7 @@ static void tl_bench_header(const tl_benv *env, const char *sizes) {
          env->threads, env->threads == 1 ? "" : "s");
   printf("  %s\n  %s\n  %s\n  %s\n", env->peers.openblas_desc, env->peers.blis_desc, env->peers.dnnl_desc,
          env->peers.torch_desc);
-  printf("  environment: %s\n", env->peers.env_desc);
+  tl_bpeers_print_env(&env->peers);
   printf("columns: median per call (min - max of batches, per call); GB/s = 2 x size / median (reads + writes, no\n"
          "  write-allocate); vs best peer = best peer's median / this median (tilec above 1: faster than every peer)\n");
   fflush(stdout);

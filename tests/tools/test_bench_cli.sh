@@ -167,6 +167,36 @@ ok "bench gemm --dtype bf16 exits 0 (exit $rc)" $rc
 [ "$(grep -c '^gemm C = A B, bf16 x bf16 -> f32, ' "$tmp/out")" = 2 ] && ! grep -q "^  .* \(WRONG\|FAILED\): " "$tmp/out"
 ok "gemm bf16: two sizes, right" $?
 
+# --- the ISA cap: with TILEC_ISA below the CPU's best level the peers' own ISA switches are set
+# to the same level (the user's values kept and marked), stated in an "ISA cap:" header line;
+# without TILEC_ISA, or with it at the CPU's level, no such line ---
+run info
+best=$(sed -n 's/^  cpu best  *//p' "$tmp/out")
+run bench gemm --quick --peers none --sizes 8
+! grep -q "^  ISA cap: " "$tmp/out"
+ok "no ISA cap line without TILEC_ISA" $?
+if [ -n "$best" ] && [ "$best" != scalar ]; then
+  TILEC_ISA=$best OPENBLAS_CORETYPE=mine run bench gemm --quick --peers none --sizes 8
+  ! grep -q "^  ISA cap: " "$tmp/out" && grep -q "^tilec bench gemm: .*, ISA $best; " "$tmp/out"
+  ok "no ISA cap line with TILEC_ISA at the CPU's level ($best)" $?
+  grep -q "^  environment: .*OPENBLAS_CORETYPE=mine (yours)" "$tmp/out"
+  ok "the user's own ISA switch is stated in the environment line" $?
+  TILEC_ISA=scalar env -u ONEDNN_MAX_CPU_ISA -u LIBXSMM_TARGET ATEN_CPU_CAPABILITY=mine \
+    "$TILEC" bench gemm --quick --peers none --sizes 8 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" = 0 ] && grep -q "^  ISA cap: TILEC_ISA=scalar is below this CPU's best level" "$tmp/out" &&
+    grep -q "ONEDNN_MAX_CPU_ISA=SSE41 (set here)" "$tmp/out" && grep -q "LIBXSMM_TARGET=wsm (set here)" "$tmp/out" &&
+    grep -q "ATEN_CPU_CAPABILITY=mine (yours)" "$tmp/out"
+  ok "TILEC_ISA=scalar caps the peers at SSE4.1, keeping the user's own switch" $?
+  if [ "$best" != avx2 ]; then
+    TILEC_ISA=avx2 env -u ONEDNN_MAX_CPU_ISA -u OPENBLAS_CORETYPE "$TILEC" bench gemm --quick --peers none --sizes 8 \
+      >"$tmp/out" 2>"$tmp/err"
+    grep -q "^  ISA cap: TILEC_ISA=avx2 " "$tmp/out" && grep -q "ONEDNN_MAX_CPU_ISA=AVX2 (set here)" "$tmp/out" &&
+      grep -q "OPENBLAS_CORETYPE=Haswell (set here)" "$tmp/out"
+    ok "TILEC_ISA=avx2 caps oneDNN at AVX2 and OpenBLAS at Haswell" $?
+  fi
+fi
+
 # --- gemm ratios by kind: plain rows against plain peers, pre-packed against pre-packed (oneDNN
 # has both; without it there is no pre-packed peer and the pre-packed rows show "-") ---
 run_peers bench gemm --quick --peers onednn --sizes 64x96x80 --threads 1 --csv "$tmp/kinds.csv"
