@@ -17,7 +17,7 @@
  *   shorter row count at the M edge).
  * - Each acc(i, j) is one f32 sum in increasing k, started from acc(i, j) or 0, with fused
  *   multiply-adds.
- * - No allocation, no locks; the stack holds at most one 8 KiB panel or the 64 KiB wide staging
+ * - No allocation, no locks; the stack holds at most one 8 KiB panel or the 32 KiB wide staging
  *   buffer (f32), or 40 KiB of f32 copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of
  *   b).
  */
@@ -183,18 +183,21 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
 }
 
 /* Row-major b against more than one row block of acc (unless small: tl_tile_b_fits_l1) is
- * staged TL_A2_SW columns x TL_A2_KC rows at a time: each row of b is read as one run of
- * TL_A2_SW floats (eight 64-byte lines) into the 16-column panels that the row blocks then share,
- * with the rows TL_A2_SPF ahead prefetched (rows a row stride apart, each on its own page, which
- * the hardware's prefetchers do not cross), and the first row block of each panel prefetches the
- * next chunk's 16 columns, a row per k. Read in place, every row block walked the panel again a
- * row stride apart, on lines that share L1 and L2 sets for power-of-two strides. Measured
- * (`TILEC_ISA=avx2 tilec bench gemm --threads 2 --dtype f32 --peers none`, Zen 5 VM, builds
- * alternating): 16x4096x4096 7.8 -> 3.9-4.0 ms, 8x4096x4096 6.9 -> 3.1, 128x4096x4096 25.9 ->
- * 19.5, 16x11008x4096 17.6 -> 9.6-10.0; 64 columns a run (3.4-4.4 ms at 16 rows) and 256 (4.3-4.4)
- * were slower than 128 (3.8), and double-buffered staging interleaved with the row blocks gained
- * nothing. */
-#define TL_A2_SW 128
+ * staged TL_A2_SW columns x TL_A2_WKC rows at a time (32 KiB, L1-resident): each row of b is read
+ * as one run of TL_A2_SW floats (16 lines of 64 bytes) into the 16-column panels that the row
+ * blocks then share, with the rows TL_A2_SPF ahead prefetched (rows a row stride apart, each on
+ * its own page, which the hardware's prefetchers do not cross), and the first row block of each
+ * panel prefetches the next chunk's 16 columns, a row per k. Read in place, every row block
+ * walked the panel again a row stride apart, on lines that share L1 and L2 sets for
+ * power-of-two strides. Measured (`TILEC_ISA=avx2 tilec bench gemm --threads 2 --dtype f32
+ * --peers none`, Zen 5 VM, 2 rounds): in place 16x4096x4096 7.8 ms, 8x4096x4096 6.9,
+ * 16x4096x11008 20.9, 128x4096x4096 25.9; staged 128 x 128 at a time 3.9-4.1, 3.2-3.3, 11.0,
+ * 19.1; 256 x 32 at a time 3.05, 2.2-2.4, 8.4-8.5, 19.4 (64 x 1024 x 1024 unchanged: 0.63 ms).
+ * Chunks of 256 x 16 (8 rows 2.1-2.2 ms) made 128 rows slower (23.1-23.7: acc reloaded every 16
+ * k), 512 x 16, 128 x 32, 256 x 48 and 256 x 64 were slower at 16 rows (3.2-3.4, 3.4-3.5,
+ * 3.3-3.4, 4.0); double-buffered staging interleaved with the row blocks gained nothing. */
+#define TL_A2_SW 256
+#define TL_A2_WKC 32
 #define TL_A2_SPF 32
 
 /* Stages b(k0..k0+kc, j0..j0+w) (row-major, unit column stride, w <= TL_A2_SW) as panels of kc
@@ -211,7 +214,7 @@ static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk
       _mm_prefetch(pf + w * 4 - 1, _MM_HINT_T0); /* the run's last line, when it is not 64-byte aligned */
     }
     for (int p = 0; p < np; p++) {
-      float *dst = buf + p * TL_A2_KC * TL_A2_NR + k * TL_A2_NR;
+      float *dst = buf + p * TL_A2_WKC * TL_A2_NR + k * TL_A2_NR;
       const int64_t c = w - p * TL_A2_NR;
       if (c >= TL_A2_NR) {
         _mm256_store_ps(dst, _mm256_loadu_ps(src + p * TL_A2_NR));
@@ -225,22 +228,22 @@ static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk
 }
 
 /* acc (+)= a @ b through the wide staging (see TL_A2_SW), b row-major with unit column stride
- * and kk >= 1; out of line, so that its 64 KiB buffer is on the stack only while it runs. */
+ * and kk >= 1; out of line, so that its 32 KiB buffer is on the stack only while it runs. */
 static __attribute__((noinline)) void tl_a2_dot_wide(int64_t m, int64_t n, int64_t kk, const float *pa, int64_t lda,
                                                      const float *pb, int64_t ldb, float *pc, int64_t ldc, int accum) {
-  _Alignas(64) float wb[TL_A2_KC * TL_A2_SW];
+  _Alignas(64) float wb[TL_A2_WKC * TL_A2_SW];
   for (int64_t j0 = 0; j0 < n; j0 += TL_A2_SW) {
     const int64_t w = TL_MIN(TL_A2_SW, n - j0);
-    for (int64_t k0 = 0; k0 < kk; k0 += TL_A2_KC) {
-      const int64_t kc = TL_MIN(TL_A2_KC, kk - k0);
+    for (int64_t k0 = 0; k0 < kk; k0 += TL_A2_WKC) {
+      const int64_t kc = TL_MIN(TL_A2_WKC, kk - k0);
       tl_a2_stage_wide(wb, pb, ldb, kk, k0, kc, j0, w);
       /* the next chunk (the next k rows of these columns, else the next columns' first rows):
        * the first row block of each panel prefetches its 16 columns of it, a row per k */
       const int64_t nk0 = k0 + kc < kk ? k0 + kc : 0, nj0 = k0 + kc < kk ? j0 : j0 + TL_A2_SW;
-      const int64_t nkc = TL_MIN(TL_A2_KC, kk - nk0), nw = TL_MIN(TL_A2_SW, n - nj0);
+      const int64_t nkc = TL_MIN(TL_A2_WKC, kk - nk0), nw = TL_MIN(TL_A2_SW, n - nj0);
       for (int64_t p = 0; p * TL_A2_NR < w; p++) {
         const int pfon = nj0 < n && (p + 1) * TL_A2_NR <= nw; /* whole 16-column runs only */
-        tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, w - p * TL_A2_NR), kc, pa + k0, lda, wb + p * TL_A2_KC * TL_A2_NR, TL_A2_NR,
+        tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, w - p * TL_A2_NR), kc, pa + k0, lda, wb + p * TL_A2_WKC * TL_A2_NR, TL_A2_NR,
                        pc + j0 + p * TL_A2_NR, ldc, accum || k0 > 0,
                        pfon ? (const char *)(pb + nk0 * ldb + nj0 + p * TL_A2_NR) : NULL, ldb * 4, nkc);
       }
