@@ -251,6 +251,21 @@ static __attribute__((noinline)) void tl_a2_dot_wide(int64_t m, int64_t n, int64
   }
 }
 
+/* Up to this many rows of acc, b in 16-column tiles is walked as the wide staging walks a
+ * row-major one: TL_A2_WKC rows of every tile of the block, the next chunk prefetched by each
+ * tile's first row block; from more rows, a whole tile row per tile (the accumulators reloaded
+ * per chunk cost more than the walk gains). `TILEC_ISA=avx2 tilec bench gemm --threads 2 --dtype
+ * f32 --peers none`, b pre-packed, 2 rounds: 8x4096x4096 2.75-2.80 -> 1.92-1.98 ms, 12 rows
+ * 3.23-3.31 -> 2.36-2.46, 16 rows 3.64-3.68 -> 2.78-2.79, 16x4096x11008 9.54-9.60 -> 7.22-7.23,
+ * 32 rows 6.11-6.15 -> 5.51-5.72, 64 rows 10.2-10.3 -> 9.9; 128 rows 18.1 -> 18.9-19.1 and 2048^3
+ * 69.1-69.3 -> 74.8-76.2 (so not there); chunks of 64 rows gained less (16 rows 2.90-3.03). */
+#define TL_A2_TM 64
+
+/* b(k, j) of b in tiles of tr x 16 floats, tcols tiles a tile row (j a multiple of 16). */
+static inline const float *tl_a2_tile_at(const tl_ref *b, int64_t tr, int64_t tcols, int64_t k, int64_t j) {
+  return (const float *)b->data + ((k / tr) * tcols + j / TL_A2_NR) * tr * TL_A2_NR + (k % tr) * TL_A2_NR;
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (any vnni is honoured). */
 static inline const float *tl_a2_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -392,14 +407,26 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
   }
   if (!tb && b->layout.tiled && b->layout.tile_c == TL_A2_NR && b->layout.vnni <= 1 && kk > 0) {
     /* 16-column tiles without interleave (tl_matmul_pack_b's f32 layout): each panel is one
-     * tile column, read in place tile row by tile row */
+     * tile column, read in place tile row by tile row; up to TL_A2_TM rows a chunk of TL_A2_WKC
+     * rows of every tile at a time, as the wide staging walks a row-major b (see TL_A2_TM) */
     const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], TL_A2_NR);
+    if (m > TL_A2_MR && m <= TL_A2_TM) { /* a few row blocks: TL_A2_WKC rows of every tile at a time */
+      for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+        kc = TL_MIN(TL_A2_WKC, TL_MIN(tr - k0 % tr, kk - k0));
+        const int64_t nk0 = k0 + kc, nkc = nk0 < kk ? TL_MIN(TL_A2_WKC, TL_MIN(tr - nk0 % tr, kk - nk0)) : 0;
+        for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
+          const float *bp = tl_a2_tile_at(b, tr, tcols, k0, j0);
+          tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, n - j0), kc, pa + k0, lda, bp, TL_A2_NR, pc + j0, ldc, accum || k0 > 0,
+                         nkc ? (const char *)tl_a2_tile_at(b, tr, tcols, nk0, j0) : NULL, TL_A2_NR * 4, nkc);
+        }
+      }
+      return 1;
+    }
     for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
       const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
       for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
         kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
-        const float *bp = (const float *)b->data + ((k0 / tr) * tcols + j0 / TL_A2_NR) * tr * TL_A2_NR + (k0 % tr) * TL_A2_NR;
-        tl_a2_panel(m, nr, kc, pa + k0, lda, bp, TL_A2_NR, pc + j0, ldc, accum || k0 > 0);
+        tl_a2_panel(m, nr, kc, pa + k0, lda, tl_a2_tile_at(b, tr, tcols, k0, j0), TL_A2_NR, pc + j0, ldc, accum || k0 > 0);
       }
     }
     return 1;
