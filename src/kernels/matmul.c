@@ -221,14 +221,15 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   /* f32 at the AVX2 levels (the 6x16 kernel, docs/kernels.md), from TL_MM_BM_MAX rows: M blocks
    * of at most TL_MM_BM_A2 rows in whole 6-row register blocks (128 rows left a 2-row block), and
    * a packed b in N blocks of at most TL_MM_BN_PACKED_A2 (a 512 x 512 block of b is 1 MiB, the
-   * whole L2 of the cores here). What `tilec tune matmul --isa avx2` chose (2048^3: 96 x 256, 3%
-   * over the heuristic; 2048x4096x4096 96 x 256, 6%; 4096^3 192 x 128, 5%). `TILEC_ISA=avx2
-   * tilec bench gemm --threads 2 --dtype f32 --peers none`, environment toggles in one build, 2
-   * rounds: 4096^3 586-595 -> 548-554 ms, 2048x4096x4096 291-296 -> 276-281, 2048^3 70-72 ->
-   * 67-69, 1000^3 8.40-8.41 -> 8.13-8.21 (pre-packed). bf16 and int8 at these levels measured
-   * slower so (int8 128x4096x11008 17.3 -> 23.0 ms plain), and so did f32 with 128 rows split
-   * into two blocks (19.4-19.7 -> 19.8-20.3); skinny pre-packed products keep the wider N blocks
-   * (16x4096x11008 7.0-7.2 ms against 7.2-7.3). */
+   * whole L2 of the cores here). `tilec tune matmul --isa avx2 --threads 2` chose N blocks of
+   * 128-256 on every large shape (M blocks 96-256: 4096^3 192 x 128, 5% over the heuristic;
+   * 2048x4096x11008 256 x 256, 7%; 2048x4096x4096 96 x 256, 6%). `TILEC_ISA=avx2 tilec bench gemm
+   * --threads 2 --dtype f32 --peers none`, 2 rounds: with 96 x 256 blocks 4096^3 584-594 -> 548
+   * ms, 2048x4096x4096 285 -> 274, 2048x4096x11008 803 -> 816-828 (slower); M blocks of 192
+   * against 96, builds alternating: 2048x4096x11008 815-834 -> 769-791, 2048x4096x4096, 2048^3
+   * and 1000^3 within noise. bf16 and int8 at these levels measured slower with 96 x 256 (int8
+   * 128x4096x11008 17.3 -> 23.0 ms plain); skinny pre-packed f32 products keep the wider N
+   * blocks (16x4096x11008 7.0-7.2 ms against 7.2-7.3). */
   const int a2 = da == TL_F32 && info->isa >= TL_ISA_AVX2 && info->isa < TL_ISA_AVX512 && M > TL_MM_BM_MAX;
   const int64_t bn_cap = packed ? (a2 ? TL_MM_BN_PACKED_A2 : TL_MM_BN_PACKED) : 256;
   int64_t BN = (!tiled_b && N <= 256) ? N : TL_MIN(tl_mm_balanced(N, bn_cap, 32), tl_mm_round_up(N, 16));

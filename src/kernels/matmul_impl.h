@@ -34,7 +34,7 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 /* N blocks of a packed b: up to this many columns (staged b: 256) */
 #define TL_MM_BN_PACKED 512
 /* f32 at the AVX2 levels: M blocks (from TL_MM_BM_MAX rows) and packed-b N blocks (tl_mm_config). */
-#define TL_MM_BM_A2 96
+#define TL_MM_BM_A2 192
 #define TL_MM_BN_PACKED_A2 256
 /* Streaming skinny products (row-major b from DRAM read in place): up to this many rows of a,
  * K blocks of up to TL_MM_BK_STREAM rows (b is never staged: no VMEM). */

@@ -47,7 +47,9 @@ static inline __attribute__((always_inline)) void tl_a2_store(int full, float *p
 }
 
 /* The microkernel: c[0..mr) x [0..8*nv) (+)= a[0..mr) x [0..kc) @ b[0..kc) x [0..8*nv), lanes
- * limited by m0 and m1 (full: all 16 columns, masks unused). mr, nv and full are compile-time
+ * limited by m0 and m1 (full: all 16 columns, masks unused). With pf, step k < pfk also
+ * prefetches the 64-byte run at pf + k * pfld into L1 (both lines it may touch): the first row
+ * block of a panel fetching the next chunk's columns. mr, nv and full are compile-time
  * constants at every call (tl_a2_block). */
 static inline __attribute__((always_inline)) void tl_a2_kern(int full, int mr, int nv, int64_t kc, const float *a,
                                                              int64_t lda, const float *b, int64_t ldb,
@@ -92,35 +94,38 @@ static inline __attribute__((always_inline)) void tl_a2_kern(int full, int mr, i
 static void tl_a2_block(int mr, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
                         int64_t ldb, float *c, int64_t ldc, __m256i m0, __m256i m1, int accum, const char *pf,
                         int64_t pfld, int64_t pfk) {
+#define TL_A2_K(full, r, v) tl_a2_kern(full, r, v, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk)
   if (nr == TL_A2_NR) {
     switch (mr) {
-    case 1: tl_a2_kern(1, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-    case 2: tl_a2_kern(1, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-    case 3: tl_a2_kern(1, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-    case 4: tl_a2_kern(1, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-    case 5: tl_a2_kern(1, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-    default: tl_a2_kern(1, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+    case 1: TL_A2_K(1, 1, 2); break;
+    case 2: TL_A2_K(1, 2, 2); break;
+    case 3: TL_A2_K(1, 3, 2); break;
+    case 4: TL_A2_K(1, 4, 2); break;
+    case 5: TL_A2_K(1, 5, 2); break;
+    default: TL_A2_K(1, 6, 2); break;
     }
     return;
   }
   const int nv = nr > 8 ? 2 : 1;
   switch (mr * 2 + nv - 1) {
-  case 2: tl_a2_kern(0, 1, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 3: tl_a2_kern(0, 1, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 4: tl_a2_kern(0, 2, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 5: tl_a2_kern(0, 2, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 6: tl_a2_kern(0, 3, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 7: tl_a2_kern(0, 3, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 8: tl_a2_kern(0, 4, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 9: tl_a2_kern(0, 4, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 10: tl_a2_kern(0, 5, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 11: tl_a2_kern(0, 5, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  case 12: tl_a2_kern(0, 6, 1, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
-  default: tl_a2_kern(0, 6, 2, kc, a, lda, b, ldb, c, ldc, m0, m1, accum, pf, pfld, pfk); break;
+  case 2: TL_A2_K(0, 1, 1); break;
+  case 3: TL_A2_K(0, 1, 2); break;
+  case 4: TL_A2_K(0, 2, 1); break;
+  case 5: TL_A2_K(0, 2, 2); break;
+  case 6: TL_A2_K(0, 3, 1); break;
+  case 7: TL_A2_K(0, 3, 2); break;
+  case 8: TL_A2_K(0, 4, 1); break;
+  case 9: TL_A2_K(0, 4, 2); break;
+  case 10: TL_A2_K(0, 5, 1); break;
+  case 11: TL_A2_K(0, 5, 2); break;
+  case 12: TL_A2_K(0, 6, 1); break;
+  default: TL_A2_K(0, 6, 2); break;
   }
+#undef TL_A2_K
 }
 
-/* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr). */
+/* Runs the row blocks of one panel: c[0..m) x [0..nr) (+)= a[0..m) x [0..kc) @ b (kc x nr); the
+ * first one prefetches pf's rows (see tl_a2_kern; pf NULL: none). tl_a2_panel: no prefetch. */
 static void tl_a2_panel_pf(int64_t m, int64_t nr, int64_t kc, const float *a, int64_t lda, const float *b,
                            int64_t ldb, float *c, int64_t ldc, int accum, const char *pf, int64_t pfld,
                            int64_t pfk) {
