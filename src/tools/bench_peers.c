@@ -674,7 +674,10 @@ void tl_bpeers_load(tl_bpeers *p, int threads, unsigned want) {
     char *d = p->cap_desc;
     const size_t n = sizeof p->cap_desc;
     const char *why = "set here";
-    tl_peer_env(d, n, "ONEDNN_MAX_CPU_ISA", cap->dnnl, why);
+    if (getenv("DNNL_MAX_CPU_ISA") && !getenv("ONEDNN_MAX_CPU_ISA")) /* the user's, under oneDNN's older name */
+      tl_peer_env(d, n, "DNNL_MAX_CPU_ISA", "", "");
+    else
+      tl_peer_env(d, n, "ONEDNN_MAX_CPU_ISA", cap->dnnl, why);
     tl_peer_env(d, n, "OPENBLAS_CORETYPE", cap->openblas, why);
     tl_peer_env(d, n, "LIBXSMM_TARGET", cap->xsmm, why);
     tl_peer_env(d, n, "ATEN_CPU_CAPABILITY", cap->aten, why);

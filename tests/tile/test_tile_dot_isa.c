@@ -330,6 +330,20 @@ static void test_random_cases(void) {
                         .pad_b = 3, .pad_c = 1};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
+        /* more than one 6-row block against a row-major b whose rows are 4 KiB apart (not kept in
+         * L1 in place): the AVX2 dot stages it 256 columns x 32 rows at a time — n past one chunk
+         * of columns with a last panel of 1-8 columns (530) and of 9-15 (300), k not a multiple of
+         * 32; and 7-64 rows over 16-column tiles, walked 32 rows of every tile at a time with
+         * tile rows (48) that cut the chunks */
+        for (int64_t m = 7; m <= 40; m += 33) {
+          const int64_t n = m == 7 ? 530 : 300;
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = n, .k = 70, .accum = (int)(m & 1), .bkind = B_ROW,
+                        .pad_a = 1, .pad_b = 1024 - n, .pad_c = 2};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+          dot_case t = {.ta = TL_F32, .tb = TL_F32, .m = m + 13, .n = 70, .k = 130, .accum = (int)(m == 40),
+                        .bkind = B_TILED, .tile_r = 48, .tile_c = 16, .vnni = 1, .pad_a = 3, .pad_c = 1};
+          run_case(ctx, (tl_isa)isa, &t, &rng);
+        }
         /* 1-4 rows against a row-major b block past 1 MiB: the streaming skinny kernel (k not a
          * multiple of its 8 / 4 rows per sweep, n not of 16, row gaps, both flags) */
         for (int64_t m = 1; m <= 4; m++) {

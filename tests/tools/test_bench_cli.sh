@@ -194,6 +194,10 @@ if [ -n "$best" ] && [ "$best" != scalar ]; then
     grep -q "^  ISA cap: TILEC_ISA=avx2 " "$tmp/out" && grep -q "ONEDNN_MAX_CPU_ISA=AVX2 (set here)" "$tmp/out" &&
       grep -q "OPENBLAS_CORETYPE=Haswell (set here)" "$tmp/out"
     ok "TILEC_ISA=avx2 caps oneDNN at AVX2 and OpenBLAS at Haswell" $?
+    TILEC_ISA=avx2 DNNL_MAX_CPU_ISA=mine env -u ONEDNN_MAX_CPU_ISA "$TILEC" bench gemm --quick --peers none --sizes 8 \
+      >"$tmp/out" 2>"$tmp/err"
+    grep -q "^  ISA cap: .*DNNL_MAX_CPU_ISA=mine (yours)" "$tmp/out" && ! grep -q "ONEDNN_MAX_CPU_ISA=" "$tmp/out"
+    ok "the user's DNNL_MAX_CPU_ISA (oneDNN's older name) is kept under the cap" $?
   fi
 fi
 

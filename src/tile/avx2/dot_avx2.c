@@ -17,9 +17,9 @@
  *   shorter row count at the M edge).
  * - Each acc(i, j) is one f32 sum in increasing k, started from acc(i, j) or 0, with fused
  *   multiply-adds.
- * - No allocation, no locks; the stack holds at most one 8 KiB panel or the 32 KiB wide staging
- *   buffer (f32), or 40 KiB of f32 copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of
- *   b).
+ * - No allocation, no locks; the stack holds at most one 8 KiB panel, or it and the 32 KiB wide
+ *   staging buffer of tl_a2_dot_wide below it (about 42 KiB of frames, f32), or 40 KiB of f32
+ *   copies (bf16: a 64 x 128 chunk of a and a 128 x 16 panel of b; about 49 KiB of frames).
  */
 #include <immintrin.h>
 
@@ -206,8 +206,9 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
 #define TL_A2_SPF 32
 
 /* Stages b(k0..k0+kc, j0..j0+w) (row-major, unit column stride, w <= TL_A2_SW) as panels of kc
- * rows x TL_A2_NR floats, panel p at buf + p * TL_A2_KC * TL_A2_NR (columns past w untouched);
- * kk is b's row count (the prefetches stay inside b). */
+ * rows x TL_A2_NR floats, panel p at buf + p * TL_A2_WKC * TL_A2_NR (a partial last panel's lanes
+ * past w are zero); kk is b's row count (the prefetches stay inside b). Addresses are formed only
+ * inside b's rows: at the N edge the second half is loaded only when it holds columns. */
 static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk, int64_t k0, int64_t kc, int64_t j0,
                              int64_t w) {
   const int np = (int)TL_CDIV(w, TL_A2_NR);
@@ -226,7 +227,7 @@ static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk
         _mm256_store_ps(dst + 8, _mm256_loadu_ps(src + p * TL_A2_NR + 8));
       } else {
         _mm256_store_ps(dst, _mm256_maskload_ps(src + p * TL_A2_NR, tl_a2_mask(c)));
-        _mm256_store_ps(dst + 8, _mm256_maskload_ps(src + p * TL_A2_NR + 8, tl_a2_mask(c - 8)));
+        _mm256_store_ps(dst + 8, c > 8 ? _mm256_maskload_ps(src + p * TL_A2_NR + 8, tl_a2_mask(c - 8)) : _mm256_setzero_ps());
       }
     }
   }
