@@ -61,19 +61,26 @@ static const char *tl_peer_file(void *sym) {
 
 /* ---- the ISA cap ---- */
 
-/* Each peer's switch value for a tilec ISA level: what a CPU whose best level that is would run. */
+/* The peers' ISA switches (environment variables; BLIS's is an id, set in tl_peer_blis): oneDNN,
+ * OpenBLAS, libxsmm, and PyTorch's ATen and MKL. */
+enum { TL_PEER_NSW = 5 };
+static const char *const tl_peer_switch[TL_PEER_NSW] = {"ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "LIBXSMM_TARGET",
+                                                        "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"};
+
+/* Each peer's switch value for a tilec ISA level (env in tl_peer_switch's order, and BLIS's
+ * configuration name): what a CPU whose best level that is would run. */
 typedef struct tl_peer_cap {
-  const char *dnnl, *openblas, *blis, *xsmm, *aten, *mkl;
+  const char *env[TL_PEER_NSW], *blis;
 } tl_peer_cap;
 
 static const tl_peer_cap tl_peer_caps[TL_ISA_COUNT] = {
-    [TL_ISA_SCALAR] = {"SSE41", "Nehalem", "penryn", "wsm", "default", "SSE4_2"},
-    [TL_ISA_AVX2] = {"AVX2", "Haswell", "haswell", "hsw", "avx2", "AVX2"},
-    [TL_ISA_AVX2VNNI] = {"AVX2_VNNI", "Haswell", "haswell", "hsw", "avx2", "AVX2_E1"},
-    [TL_ISA_AVX512] = {"AVX512_CORE", "SkylakeX", "skx", "skx", "avx512", "AVX512"},
-    [TL_ISA_AVX512VNNI] = {"AVX512_CORE_VNNI", "SkylakeX", "skx", "clx", "avx512", "AVX512_E1"},
-    [TL_ISA_AVX512BF16] = {"AVX512_CORE_BF16", "Cooperlake", "skx", "cpx", "avx512", "AVX512_E3"},
-    [TL_ISA_AMX] = {NULL, NULL, NULL, NULL, NULL, NULL},
+    [TL_ISA_SCALAR] = {{"SSE41", "Nehalem", "wsm", "default", "SSE4_2"}, "penryn"},
+    [TL_ISA_AVX2] = {{"AVX2", "Haswell", "hsw", "avx2", "AVX2"}, "haswell"},
+    [TL_ISA_AVX2VNNI] = {{"AVX2_VNNI", "Haswell", "hsw", "avx2", "AVX2_E1"}, "haswell"},
+    [TL_ISA_AVX512] = {{"AVX512_CORE", "SkylakeX", "skx", "avx512", "AVX512"}, "skx"},
+    [TL_ISA_AVX512VNNI] = {{"AVX512_CORE_VNNI", "SkylakeX", "clx", "avx512", "AVX512_E1"}, "skx"},
+    [TL_ISA_AVX512BF16] = {{"AVX512_CORE_BF16", "Cooperlake", "cpx", "avx512", "AVX512_E3"}, "skx"},
+    [TL_ISA_AMX] = {{NULL}, NULL},
 };
 
 /* The level tilec's contexts run when TILEC_ISA caps them below the CPU's best (as tl_ctx_new
@@ -670,25 +677,20 @@ void tl_bpeers_load(tl_bpeers *p, int threads, unsigned want) {
   const int level = tl_peer_cap_level();
   const tl_peer_cap *cap = level >= 0 ? &tl_peer_caps[level] : NULL;
   p->cap_level = level;
-  if (cap) { /* before any peer loads: each reads its switch once */
-    char *d = p->cap_desc;
-    const size_t n = sizeof p->cap_desc;
-    const char *why = "set here";
-    if (getenv("DNNL_MAX_CPU_ISA") && !getenv("ONEDNN_MAX_CPU_ISA")) /* the user's, under oneDNN's older name */
-      tl_peer_env(d, n, "DNNL_MAX_CPU_ISA", "", "");
-    else
-      tl_peer_env(d, n, "ONEDNN_MAX_CPU_ISA", cap->dnnl, why);
-    tl_peer_env(d, n, "OPENBLAS_CORETYPE", cap->openblas, why);
-    tl_peer_env(d, n, "LIBXSMM_TARGET", cap->xsmm, why);
-    tl_peer_env(d, n, "ATEN_CPU_CAPABILITY", cap->aten, why);
-    tl_peer_env(d, n, "MKL_ENABLE_INSTRUCTIONS", cap->mkl, "set here; MKL honours it on Intel CPUs only");
+  /* before any peer loads (each reads its switch once): under a cap, each switch the user has not
+   * set; without one, the user's own switches are listed (they make a peer run below the CPU's
+   * best). oneDNN also reads its older name, DNNL_MAX_CPU_ISA, which counts as the user's. */
+  const int dnnl_old = getenv("DNNL_MAX_CPU_ISA") && !getenv("ONEDNN_MAX_CPU_ISA");
+  char *d = cap ? p->cap_desc : p->env_desc;
+  const size_t n = cap ? sizeof p->cap_desc : sizeof p->env_desc;
+  for (int i = 0; i < TL_PEER_NSW; i++) {
+    const char *name = i == 0 && dnnl_old ? "DNNL_MAX_CPU_ISA" : tl_peer_switch[i];
+    if (cap) tl_peer_env(d, n, name, cap->env[i], i == TL_PEER_NSW - 1 ? "set here; MKL honours it on Intel CPUs only" : "set here");
+    else if (getenv(name)) tl_peer_env(d, n, name, "", "");
+  }
+  if (cap) {
     const size_t used = strlen(d);
     snprintf(d + used, n - used, ", BLIS: %s (see its line)", cap->blis);
-  } else { /* the user's own switches, which make a peer run below the CPU's best */
-    static const char *const names[] = {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "LIBXSMM_TARGET",
-                                        "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-      if (getenv(names[i])) tl_peer_env(p->env_desc, sizeof p->env_desc, names[i], "", "");
   }
   /* BLIS first: its configuration is probed in forked children, best done before threads exist */
   if (want & 2) tl_peer_blis(p, threads, cap ? cap->blis : NULL);

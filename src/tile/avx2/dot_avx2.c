@@ -200,7 +200,10 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
  * 19.1; 256 x 32 at a time 3.05, 2.2-2.4, 8.4-8.5, 19.4 (64 x 1024 x 1024 unchanged: 0.63 ms).
  * Chunks of 256 x 16 (8 rows 2.1-2.2 ms) made 128 rows slower (23.1-23.7: acc reloaded every 16
  * k), 512 x 16, 128 x 32, 256 x 48 and 256 x 64 were slower at 16 rows (3.2-3.4, 3.4-3.5,
- * 3.3-3.4, 4.0); double-buffered staging interleaved with the row blocks gained nothing. */
+ * 3.3-3.4, 4.0); double-buffered staging interleaved with the row blocks gained nothing. Both
+ * prefetches pay, though they reach the same rows (environment toggles, 3 rounds, 16x4096x4096 /
+ * 16x4096x11008 / 8x4096x4096 ms): both 3.0-3.2 / 8.2-8.6 / 2.2-2.4; without the kernel's 4.0-4.1
+ * / 11.0-11.2 / 3.1-3.2; without the staging's 3.5 / 10.3-10.4 / 2.8-2.9. */
 #define TL_A2_SW 256
 #define TL_A2_WKC 32
 #define TL_A2_SPF 32
