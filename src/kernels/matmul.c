@@ -432,7 +432,10 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     const int split_shape = tl_mm_split_shape(&info, bd, b);
     const int eighth = da == TL_BF16 || (da != TL_F32 && bd->M == 1);
     const int64_t lim = split_shape ? l3 / 16 : eighth ? l3 / 8 : l3 / 2;
-    r->stream = !r->packed && bd->M <= TL_MM_STREAM_M && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
+    /* 3-16 rows where the K split will copy b in chunks (tl_mm_chunk_k; a tuner's candidate or
+     * a tuned config never splits, so not with cfg) */
+    const int rows = bd->M <= TL_MM_STREAM_M || (!cfg && !r->packed && tl_mm_chunk_k(&info, bd, a, b) > 0);
+    r->stream = !r->packed && rows && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
   }
   /* bf16 / int8 a at the edges of a packed b: in place too (the AVX512-BF16 / VNNI dot reads
@@ -494,7 +497,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * 190 / 201, 12x1000x1000 78 / 77. bf16 (2 rows of b per step, 128-byte runs) measured slower
      * copied (5x4096x4096 1.33 -> 1.58 ms, 12 rows 1.67 -> 2.11, 16 rows even) */
     const int64_t ldb_bytes = b->stride[b->ndim - 2] * (int64_t)tl_dtype_size(b->dtype);
-    const int rm_copy = r->rm && da != TL_BF16 && bd->M >= 3 && ldb_bytes % 4096 == 0;
+    /* (a streamed b: the K split copies it itself, chunk by chunk, tl_mm_chunk_k) */
+    const int rm_copy = r->rm && !r->stream && da != TL_BF16 && bd->M >= 3 && ldb_bytes % 4096 == 0;
     if (rm_copy) bd->in[n].stage = TL_STAGE_ALWAYS;
     /* bf16 / int8 b read in place or copied (3-16 rows of a): its rows are a row stride apart too
      * (bf16, 2 threads, alternating builds: 16x4096x4096 3.16 -> 2.71 ms, 8x4096x4096 2.16 ->
@@ -573,6 +577,7 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run) {
   if (bd->split) {
     for (int i = 0; i < 3; i++) (i < 2 ? &bd->ks_in[i] : &bd->ks_out[0])->map = bd->ks_map[i];
     bd->ks.in = bd->ks_in, bd->ks.out = bd->ks_out, bd->ks.user = &bd->ks_run;
+    bd->ks.scratch = bd->ks.n_scratch ? bd->ks_scr : NULL;
   }
 }
 

@@ -131,6 +131,29 @@ static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, co
 }
 #undef TL_MM_SUM_ROW
 
+/* The K split's first kernel for 3-16 rows (tl_mm_run.chunk_k): acc (+)= a @ b over the step's
+ * K block, its rows of b copied r->chunk_k at a time into the scratch chunk (rows r->chunk_ld
+ * bytes apart: whole runs of b's contiguous rows read in order, the copy's rows off the 4 KiB
+ * alias that b's may be on) and multiplied from there; first: overwrite acc with the first
+ * chunk's product. a and b are the valid extents, b with unit column stride. */
+static void tl_mm_chunks(const tl_prog *p, const tl_mm_run *r, const tl_ref *chunk, tl_ref *acc, const tl_ref *a,
+                         const tl_ref *b, int first) {
+  const int64_t es = (int64_t)tl_dtype_size(b->dtype), ea = (int64_t)tl_dtype_size(a->dtype);
+  const int64_t kv = b->valid[0], row = b->valid[1] * es;
+  for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += r->chunk_k) {
+    const int64_t kc = TL_MIN(r->chunk_k, kv - k0);
+    for (int64_t i = 0; i < kc; i++)
+      memcpy((char *)chunk->data + i * r->chunk_ld, (const char *)b->data + (k0 + i) * b->stride[0] * es, (size_t)row);
+    tl_ref bc = *b, ac = *a;
+    bc.data = chunk->data;
+    bc.shape[0] = bc.valid[0] = kc, bc.stride[0] = r->chunk_ld / es;
+    ac.data = (char *)a->data + k0 * a->stride[1] * ea;
+    ac.shape[1] = ac.valid[1] = kc;
+    tl_tile_dot(p, acc, &ac, &bc, first && k0 == 0 ? 0u : (unsigned)TL_DOT_ACCUMULATE);
+    if (kv == 0) break;
+  }
+}
+
 /* One step: the dot into the accumulator (overwrite on the first K step), the epilogue on the
  * last. */
 void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
@@ -169,6 +192,10 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
         accv.shape[0] = accv.valid[0] = a.valid[0];
         accv.shape[1] = accv.valid[1] = b.valid[1];
       }
+    }
+    if (r->chunk_k) {
+      tl_mm_chunks(p, r, &refs[r->ichunk], &accv, &a, &b, first);
+      return; /* (the split's first kernel: no epilogue) */
     }
     tl_tile_dot(p, &accv, &a, &b, first ? 0u : (unsigned)TL_DOT_ACCUMULATE);
   }

@@ -15,27 +15,65 @@ int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
   return bd->batch == 1 && S >= 2 && S <= 64 && ldb == N * es;
 }
 
+/* K blocks of about TL_MM_BK_STREAM rows (multiples of 64) in a multiple of S, so every split
+ * has as many: their count (0: K is too short for S blocks), the block in *bk. */
+static int64_t tl_mm_split_blocks(int64_t K, int64_t S, int64_t *bk) {
+  const int64_t g = 64;
+  for (int64_t nb = TL_CDIV(TL_CDIV(K, TL_MM_BK_STREAM), S) * S; nb >= S; nb -= S) { /* the most that tile K exactly */
+    *bk = TL_CDIV(TL_CDIV(K, nb), g) * g;
+    if (TL_CDIV(K, *bk) == nb) return nb;
+  }
+  return 0;
+}
+
+/* See matmul_impl.h. 3-16 rows of a against a row-major b from memory read it in place badly:
+ * one thread's share of each row is a short run a row stride apart (each row its own page),
+ * and at a stride of a multiple of 4 KiB the lines the kernel walks down a panel share their L1
+ * and L2 sets (`tilec_bench_tile_dot`: bf16 16 rows with b in L2, 302 GFLOP/s at rows 8 KiB
+ * apart against 510 at 8 KiB + 128 bytes). Split over K instead, each thread reads whole rows,
+ * contiguous, copied a chunk at a time into rows off the alias. Measured on a Zen 5 VM (2
+ * threads, `tilec bench gemm --dtype D --peers none`, the in-place N split against this, cold):
+ * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_K rows, fewer when rows are long (the
+ * scratch within 90% of the VMEM budget), at least TL_MM_CHUNK_K_MIN (each chunk loads and
+ * stores the accumulator rows once). The vector dots that read a row-major b well for these
+ * rows: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm; at the amx level up to 15
+ * rows, which the AMX dot leaves to them), f32 on AVX-512. */
+int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
+  const int64_t S = info->threads, M = bd->M;
+  const tl_dtype da = a->dtype;
+  int64_t bk;
+  if (M <= TL_MM_STREAM_M || M > TL_MM_CHUNK_M || a->stride[a->ndim - 1] != 1 || !tl_mm_split_shape(info, bd, b) ||
+      !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(bd->N, TL_CDIV(TL_CDIV(bd->N, S), 16) * 16) < 2)
+    return 0; /* (the last: tl_mm_split_decide's N blocks, at least 2) */
+  const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
+  const int unit = da == TL_F32    ? 0
+                   : da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
+                                   : info->isa >= TL_ISA_AVX512VNNI && amx_rows;
+  if (!unit) return 0;
+  const int64_t ld = TL_CDIV(bd->N * (int64_t)tl_dtype_size(b->dtype), 64) * 64 + 64;
+  const int64_t fit = (int64_t)(info->vmem_bytes * 9 / 10) / ld / 8 * 8; /* whole pairs / quads */
+  const int64_t kc = TL_MIN(TL_MM_CHUNK_K, fit);
+  return kc >= TL_MM_CHUNK_K_MIN ? kc : 0;
+}
+
 /* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
- * batch; row-major) with contiguous rows, so that each thread reads one run of whole rows per K
- * block rather than its share of every row. Measured on 2 threads only: on a Zen 4 VM, for b
+ * batch; row-major; 3-16 rows where tl_mm_chunk_k says so) with contiguous rows, so that each
+ * thread reads one run of whole rows per K block rather than its share of every row. Measured
+ * on 2 threads only: on a Zen 4 VM, for b
  * rows of 4 KiB of which each thread read 2 KiB, 10-27% faster (int8 1x4096x4096, 1x4096x11008,
  * 2x4096x8192; bf16 1x2048x4096, 2x2048x8192; f32 1x1024x8192, 2x1024x16384), for longer rows
  * slower without the walks' next-sweep prefetch (int8 1x2048x8192 0.85 -> 1.26 ms); on a Zen 5
  * VM, with that prefetch, faster for every row length (docs/matmul.md: f32 1x11008x4096 5.0 ->
  * 4.0 ms against the prefetch alone, bf16 2.76 -> 2.24, int8 1.44 -> 1.07). The K blocks
- * (about TL_MM_BK_STREAM rows, multiples of 64) come in a multiple of S, so every split has as
- * many. */
+ * (tl_mm_split_blocks) come in a multiple of S, so every split has as many. */
 void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const tl_mm_run *r = &bd->run;
   const int64_t S = info->threads, K = bd->K, N = bd->N;
   if (!r->stream || !tl_mm_split_shape(info, bd, b) || TL_CDIV(N, r->BN) < 2) return;
-  const int64_t g = 64;
-  int64_t nb = TL_CDIV(TL_CDIV(K, TL_MM_BK_STREAM), S) * S, bk = 0;
-  for (; nb >= S; nb -= S) { /* the most blocks up to that count that tile K exactly */
-    bk = TL_CDIV(TL_CDIV(K, nb), g) * g;
-    if (TL_CDIV(K, bk) == nb) break;
-  }
+  int64_t bk = 0;
+  const int64_t nb = tl_mm_split_blocks(K, S, &bk);
   if (nb < S) return;
+  const int64_t kc = bd->M > TL_MM_STREAM_M ? tl_mm_chunk_k(info, bd, a, b) : 0;
   bd->split = (int)S;
   tl_mm_run *kr = &bd->ks_run;
   *kr = *r;
@@ -43,6 +81,7 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   kr->ia = 0, kr->ib = 1, kr->ic = 2, kr->iacc = kr->icvt = kr->itmp = kr->ibias = kr->isa = kr->isb = kr->ires = -1;
   kr->alpha = 1.0f, kr->beta = 0.0f, kr->act = TL_ACT_NONE;
   kr->BM = bd->M, kr->BN = N, kr->BK = bk;
+  kr->chunk_k = kc, kr->chunk_ld = 0, kr->ichunk = -1;
   const tl_dtype acc_dt = a->dtype == TL_I8 || a->dtype == TL_U8 ? TL_I32 : TL_F32;
   kr->c_dt = acc_dt, kr->int_out = acc_dt == TL_I32;
   snprintf(bd->ks_map[0], sizeof bd->ks_map[0], "s, q -> 0, 0, %lld*q + s", (long long)S);
@@ -57,6 +96,16 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   bd->ks_tout[0] = tl_tensor_make(NULL, acc_dt, 3, pshape);
   bd->ks = (tl_kernel){.name = "matmul_ksplit", .body = tl_mm_body, .grid_ndim = 2, .grid = {S, nb / S},
                        .sem = {TL_PARALLEL, TL_ARBITRARY}, .n_in = 2, .n_out = 1, .flops = bd->k.flops};
+  if (kc > 0) {
+    /* the chunk in VMEM, the only buffer: a (unit column stride, tl_mm_chunk_k) and the partial
+     * rows are read and accumulated in place */
+    kr->chunk_ld = TL_CDIV(N * (int64_t)tl_dtype_size(b->dtype), 64) * 64 + 64;
+    kr->ichunk = 3;
+    bd->ks_scr[0] = (tl_scratch){.dtype = TL_U8, .ndim = 2, .shape = {kc, kr->chunk_ld}};
+    bd->ks.n_scratch = 1;
+    bd->ks_in[0].stage = TL_STAGE_NEVER;
+    bd->ks_out[0].stage = TL_STAGE_NEVER;
+  }
 }
 
 /* See matmul_impl.h. */

@@ -757,9 +757,11 @@ static void test_ksplit(void) {
     int64_t m, n, ldb;
     int one_thread, split;
   } rs[] = {{1, 4096, 4096, 0, 2}, {1, 8192, 8192, 0, 2}, {2, 4096, 4096, 0, 2}, {1, 1000, 1000, 0, 2},
-             {3, 4096, 4096, 0, 0}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
+             {3, 4096, 4096, 0, -1}, {1, 4096, 8192, 0, 0}, {1, 4096, 4096, 1, 0}};
   char dummy[64];
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
+    /* -1: three rows split where the level has the row-major int8 kernel (test_ksplit_rows) */
+    const int want = rs[i].split >= 0 ? rs[i].split : info.isa >= TL_ISA_AVX512VNNI ? 2 : 0;
     const int64_t ki = TL_MAX(K, l3 / 16 / rs[i].n + 77); /* b past a sixteenth of the L3 */
     const int64_t sa[2] = {rs[i].m, ki}, sb[2] = {ki, rs[i].n}, sc[2] = {rs[i].m, rs[i].n};
     tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
@@ -769,9 +771,9 @@ static void test_ksplit(void) {
     const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
     tl_ctx *x = rs[i].one_thread ? one : ctx;
     const tl_status st = tl_mm_prepare(x, &a, &b, &c, &mo, &bd);
-    CHECK(st == TL_OK && bd.split == rs[i].split, "[%s] int8 %lldx%lldx%lld, row stride %lld, %d thread(s): split %d, expected %d (%s)",
+    CHECK(st == TL_OK && bd.split == want, "[%s] int8 %lldx%lldx%lld, row stride %lld, %d thread(s): split %d, expected %d (%s)",
           g_isa, (long long)rs[i].m, (long long)rs[i].n, (long long)ki, (long long)rs[i].ldb, rs[i].one_thread ? 1 : 2,
-          st == TL_OK ? bd.split : -1, rs[i].split, tl_ctx_error(x));
+          st == TL_OK ? bd.split : -1, want, tl_ctx_error(x));
   }
   /* f32, one or two rows: such a b streams (and splits) past a sixteenth of the L3, not below it */
   for (int64_t m = 1; m <= 4; m++) {
@@ -789,6 +791,85 @@ static void test_ksplit(void) {
   }
   tl_ctx_free(one);
   g_ctx = saved;
+  tl_ctx_free(ctx);
+}
+
+/* The plan tl_matmul builds for mc on ctx: whether K is split and the first kernel copies b in
+ * chunks (tl_mm_run.chunk_k). Returns 0 when the build fails (checked). */
+static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chunk) {
+  char dummy[64];
+  tl_tensor a = tl_tensor_make(dummy, mc->da, 2, mc->sa), b = tl_tensor_make(dummy, mc->db, 2, mc->sb);
+  tl_tensor c = tl_tensor_make(dummy, mc->dc, 2, mc->sc);
+  if (mc->trans_a) a.stride[0] = 1, a.stride[1] = mc->sa[0];
+  tl_mm_build bd;
+  const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+  const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
+  CHECK(st == TL_OK, "[%s] build %lldx%lldx%lld: %s", g_isa, (long long)mc->sa[0], (long long)mc->sb[1], (long long)mc->sa[1],
+        tl_ctx_error(ctx));
+  *split = st == TL_OK ? bd.split : -1;
+  *chunk = st == TL_OK && bd.split ? bd.ks_run.chunk_k : 0;
+  return st == TL_OK;
+}
+
+/* 3-16 rows of bf16 / int8 a against a b streamed with contiguous rows (past a sixteenth of the
+ * L3) on 2 threads: where the level has a row-major kernel for them (bf16 AVX512-BF16, int8
+ * AVX512-VNNI, at the amx level up to 15 rows: tl_mm_chunk_k) K is split between the threads and
+ * each K block copied into VMEM a chunk of rows at a time, else the product runs unsplit as
+ * before; both against the reference (int8 exact, and equal to the packed b's run), with N not
+ * a multiple of any panel, K blocks ending in a partial chunk, signed and unsigned int8, bf16 c,
+ * int8 scales to f32, the epilogue; a transposed a (read in place only with unit column stride)
+ * and a VMEM budget without room for a chunk stay unsplit. */
+static void test_ksplit_rows(void) {
+  tl_ctx *saved = g_ctx, *ctx, *tiny;
+  tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1};
+  REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
+  tl_ctx_opts ot = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 64 << 10};
+  REQUIRE(tl_ctx_new(&ot, &tiny) == TL_OK, "%s", tl_last_error());
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  const int64_t l3 = tl_kernels_l3_bytes(&info);
+  if (l3 / 16 > ((int64_t)64 << 20)) {
+    fprintf(stderr, "    ksplit rows: b would be past %lld MiB to stream here: skipped\n", (long long)(l3 / 16 >> 20));
+    tl_ctx_free(tiny), tl_ctx_free(ctx);
+    return;
+  }
+  static const struct {
+    tl_dtype da, db, dc;
+    int64_t m, n;
+    int scales, epi, trans_a;
+  } cs[] = {{TL_U8, TL_I8, TL_I32, 3, 4096, 0, 0, 0},     {TL_U8, TL_I8, TL_I32, 16, 1000, 0, 1, 0},
+            {TL_I8, TL_I8, TL_I32, 8, 4100, 0, 0, 0},     {TL_U8, TL_I8, TL_F32, 13, 2000, 1, 1, 0},
+            {TL_BF16, TL_BF16, TL_F32, 5, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 16, 3001, 0, 1, 0},
+            {TL_BF16, TL_BF16, TL_BF16, 12, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 7, 2048, 0, 0, 1},
+            {TL_U8, TL_I8, TL_I32, 4, 4096, 0, 0, 1}};
+  g_ctx = ctx;
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
+    if (!g_top && i % 3) continue; /* below the top level a third of the cases */
+    const int i8 = cs[i].da != TL_BF16;
+    const int64_t N = cs[i].n, K = l3 / 16 / (N * (i8 ? 1 : 2)) + 77;
+    mm_case mc = plain(cs[i].da, cs[i].db, cs[i].dc, cs[i].m, N, K);
+    mc.scales = cs[i].scales, mc.trans_a = cs[i].trans_a;
+    if (cs[i].epi && g_top) mc.alpha = 0.5f, mc.beta = 0.25f, mc.bias = 1, mc.res = 1, mc.act = i8 ? TL_ACT_RELU : TL_ACT_GELU;
+    const int unit = (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
+                     (info.isa < TL_ISA_AMX || cs[i].m < 16);
+    const int want = unit && !cs[i].trans_a;
+    int split;
+    int64_t chunk;
+    if (ksplit_build(ctx, &mc, &split, &chunk))
+      CHECK(split == (want ? 2 : 0) && (chunk > 0) == want, "[%s] %s %lldx%lldx%lld%s: split %d chunk %lld, expected %s", g_isa,
+            tl_dtype_name(cs[i].da), (long long)cs[i].m, (long long)N, (long long)K, cs[i].trans_a ? " (a transposed)" : "",
+            split, (long long)chunk, want ? "2 and a chunk" : "unsplit");
+    check_case(&mc, mc.dc == TL_I32 && mc.beta == 0, want ? "K split, 3-16 rows" : "3-16 rows, unsplit");
+    if (i == 0) { /* 64 KiB of VMEM: no room for 16 rows of b 4 KiB long: unsplit */
+      g_ctx = tiny;
+      if (ksplit_build(tiny, &mc, &split, &chunk))
+        CHECK(split == 0, "[%s] 64 KiB of VMEM: split %d, expected the unsplit plan", g_isa, split);
+      check_case(&mc, 0, "3-16 rows, no room for a chunk");
+      g_ctx = ctx;
+    }
+  }
+  g_ctx = saved;
+  tl_ctx_free(tiny);
   tl_ctx_free(ctx);
 }
 
@@ -861,9 +942,11 @@ static void test_balance(void) {
   tl_ctx_free(ctx);
 }
 
-/* How b is read by the skinny bf16 / int8 products (3-16 rows of a; docs/matmul.md): row-major
- * (in place, or as a plain copy of each block when b's rows are a multiple of 4 KiB apart: int8
- * only), blocks of 256 x 512, the executor's prefetch; past 16 rows (at the amx level: from 16)
+/* How b is read by the skinny bf16 / int8 products (3-16 rows of a; docs/matmul.md): past a
+ * sixteenth of the L3 where the level has the row-major kernels, the K split copying b in
+ * chunks; else row-major (in place, or as a plain copy of each block when b's rows are a
+ * multiple of 4 KiB apart: int8 only), blocks of 256 x 512, the executor's prefetch; past 16
+ * rows (at the amx level: from 16)
  * the VNNI tiles; 1 row streams from an eighth of the L3 (bf16, int8) or half (f32). The plans
  * are only built (the data pointers are never read). */
 static void test_skinny_plan(void) {
@@ -897,6 +980,16 @@ static void test_skinny_plan(void) {
       const int stream = bytes > (da == TL_F32 ? l3 / 2 : l3 / 8);
       CHECK(bd.run.stream == stream && (!stream || bs->stage == TL_STAGE_NEVER), "[%s] %s 1x%lldx%lld: stream %d, expected %d",
             g_isa, what, (long long)cs[i].n, (long long)cs[i].k, bd.run.stream, stream);
+      continue;
+    }
+    /* past a sixteenth of the L3 (b's rows contiguous, 2 threads) at the levels with the
+     * row-major kernels: the K split with b copied in chunks (test_ksplit_rows) */
+    const int unit = da == TL_U8 ? info.isa >= TL_ISA_AVX512VNNI : da == TL_BF16 && info.isa >= TL_ISA_AVX512BF16;
+    if (unit && m <= (amx ? 15 : 16) && bytes > l3 / 16) {
+      CHECK(bd.run.stream && bs->stage == TL_STAGE_NEVER && bd.split == 2 && bd.ks_run.chunk_k > 0,
+            "[%s] %s %lldx%lldx%lld: stream %d stage %d split %d chunk %lld (expected the K split in chunks)", g_isa, what,
+            (long long)m, (long long)cs[i].n, (long long)cs[i].k, bd.run.stream, (int)bs->stage, bd.split,
+            (long long)bd.ks_run.chunk_k);
       continue;
     }
     const int rm = m <= (amx ? 15 : 16);
@@ -1077,6 +1170,7 @@ int main(void) {
     RUN(test_misaligned_b);
     RUN(test_stream);
     RUN(test_ksplit);
+    RUN(test_ksplit_rows);
     RUN(test_k0_and_empty);
     RUN(test_nan_inf);
     RUN(test_balance);
