@@ -163,8 +163,8 @@ int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
 /* The chunk (rows of b per copy, tl_mm_run.chunk_k) the K split's first kernel takes for M
  * rows of a (3..TL_MM_CHUNK_M) against b at info's ISA level, or 0 when it does not take that
  * path: a with unit column stride, b's geometry (tl_mm_split_shape) and K blocks for every
- * thread, a row-major kernel for a's dtype at the level, and TL_MM_CHUNK_K_MIN rows of b in the
- * VMEM budget.
+ * thread, a row-major kernel for a's dtype at the level, TL_MM_CHUNK_K_MIN rows of b in the
+ * VMEM budget and the M x N accumulator rows in half of it.
  * matmul.c streams b (tl_mm_run.stream) for such M only when this is nonzero, so that
  * tl_mm_split_decide then splits. */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);

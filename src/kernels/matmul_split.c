@@ -34,10 +34,12 @@ static int64_t tl_mm_split_blocks(int64_t K, int64_t S, int64_t *bk) {
  * contiguous, copied a chunk at a time into rows off the alias. Measured on a Zen 5 VM (2
  * threads, `tilec bench gemm --dtype D --peers none`, the in-place N split against this, cold):
  * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_K rows, fewer when rows are long (the
- * scratch within 90% of the VMEM budget), at least TL_MM_CHUNK_K_MIN (each chunk loads and
- * stores the accumulator rows once). The vector dots that read a row-major b well for these
- * rows: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm; at the amx level up to 15
- * rows, which the AMX dot leaves to them), f32 on AVX-512. */
+ * scratch within 90% of the VMEM budget), at least TL_MM_CHUNK_K_MIN; each chunk loads and
+ * stores the accumulator rows once, which must fit in half the budget beside it. The dots that
+ * read such a copy well: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm; at the
+ * amx level up to 15 rows, which the AMX dot leaves to them). f32 on AVX-512 measured no faster
+ * so (16x4096x4096 2.5-2.6 ms either way; 32-row chunks copied into 16-column tiles for the
+ * one-pass tile kernel: 3.9-4.1), and keeps its 32-column panels over b in place. */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const int64_t S = info->threads, M = bd->M;
   const tl_dtype da = a->dtype;
@@ -46,14 +48,18 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
       !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(bd->N, TL_CDIV(TL_CDIV(bd->N, S), 16) * 16) < 2)
     return 0; /* (the last: tl_mm_split_decide's N blocks, at least 2) */
   const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
-  const int unit = da == TL_F32    ? 0
-                   : da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
-                                   : info->isa >= TL_ISA_AVX512VNNI && amx_rows;
+  const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
+                                 : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;
   if (!unit) return 0;
   const int64_t ld = TL_CDIV(bd->N * (int64_t)tl_dtype_size(b->dtype), 64) * 64 + 64;
   const int64_t fit = (int64_t)(info->vmem_bytes * 9 / 10) / ld / 8 * 8; /* whole pairs / quads */
   const int64_t kc = TL_MIN(TL_MM_CHUNK_K, fit);
-  return kc >= TL_MM_CHUNK_K_MIN ? kc : 0;
+  /* and the accumulator rows, loaded and stored once per chunk, in half the budget beside it:
+   * 16x11008x4096 (704 KiB of rows) measured against the N split bf16 3.56 -> 3.71 ms (5
+   * rounds, medians), int8 2.27 -> 2.09 (3 rounds, noisier); 8x11008x4096 (352 KiB) bf16 2.87
+   * -> 2.83 */
+  if (kc < TL_MM_CHUNK_K_MIN || M * bd->N * 4 > (int64_t)info->vmem_bytes / 2) return 0;
+  return kc;
 }
 
 /* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no

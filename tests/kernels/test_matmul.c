@@ -868,6 +868,23 @@ static void test_ksplit_rows(void) {
       g_ctx = ctx;
     }
   }
+  /* long rows (bf16, 22 KiB) on 768 KiB of VMEM: 32-row chunks, taken for 8 rows (352 KiB of
+   * accumulator rows) but not for 16 (704 KiB, past half the budget: the N split instead);
+   * builds only */
+  tl_ctx *v768;
+  tl_ctx_opts o7 = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 768 << 10};
+  REQUIRE(tl_ctx_new(&o7, &v768) == TL_OK, "%s", tl_last_error());
+  for (int64_t m = 8; m <= 16; m += 8) {
+    const int64_t N = 11008, K = l3 / 16 / (N * 2) + 77;
+    mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, m, N, K);
+    const int want = info.isa >= TL_ISA_AVX512BF16 && m == 8;
+    int split;
+    int64_t chunk;
+    if (ksplit_build(v768, &mc, &split, &chunk))
+      CHECK(split == (want ? 2 : 0) && chunk == (want ? 32 : 0), "[%s] bf16 %lldx%lldx%lld on 768 KiB: split %d chunk %lld, expected %s",
+            g_isa, (long long)m, (long long)N, (long long)K, split, (long long)chunk, want ? "2 and 32 rows" : "unsplit");
+  }
+  tl_ctx_free(v768);
   g_ctx = saved;
   tl_ctx_free(tiny);
   tl_ctx_free(ctx);
