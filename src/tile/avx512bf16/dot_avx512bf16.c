@@ -1,13 +1,13 @@
 /* dot_avx512bf16.c — tl_tile_dot for bf16 (VDPBF16PS) and 8-bit integers (VPDPBUSD) on
  * AVX512-BF16 / AVX512-VNNI: acc (+)= a @ b with an 8x32 microkernel over pairs (bf16) or quads
- * (int8) of k (and a one-pass 16x16 or 8x16 one for 5-16 rows over tiled b).
+ * (int8) of k (and a one-pass 16x16 or 8x16 one for 3-16 rows over tiled b).
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. a and acc row-major with
  * unit column stride (any row stride). b is read in place when it is tiled in the layout the
  * instruction wants (bf16: vnni 2, int8: vnni 4) with tile_c a multiple of 16 — the AMX B layout
  * (tile_r x 16) is one such; with up to 16 rows of acc a row-major b with unit column stride is
  * read in place too (pairs / quads built in registers; a block past TL_BF_STREAM_BYTES walked
- * TL_BF_STREAM_K rows at a time); 5-16 rows over tiles with tile_c 16 go one tile at a time in
+ * TL_BF_STREAM_K rows at a time); 3-16 rows over tiles with tile_c 16 go one tile at a time in
  * one pass with a packed (tl_bf_tile16); any other b (row-major with more rows, strided, TL_DOT_TRANS_B —
  * by dword transposes when its column stride is 1 —, other tilings) is staged per panel of 32
  * columns on the stack in that layout first. Integer sign combinations:
@@ -264,7 +264,7 @@ static void tl_bf_rows(tl_bf_mode mode, int64_t m, int nv, int64_t kk, const cha
 }
 #undef TL_BF_DISPATCH
 
-/* 5-16 rows of acc over one 16-column tile of b in place (tile_c 16), a packed by tl_bf_pack_a16
+/* 3-16 rows of acc over one 16-column tile of b in place (tile_c 16), a packed by tl_bf_pack_a16
  * (group g of row i at a16[g * 16 + i], rows past m zero): all the rows in one pass (16 or 8
  * accumulators; the rows past m are computed on zeros and never loaded or stored), each line of b
  * loaded once and prefetched TL_TILE_STREAM_PF bytes ahead into L1 (past the tile: the next tile
@@ -287,7 +287,7 @@ static void tl_bf_tile16(tl_bf_mode mode, int64_t m, int64_t kk, const char *a16
 #undef TL_BF_T16
 }
 
-/* The k chunk (elements) of the 5-16-row path from k0: within one tile row of b (tile_r tr), at
+/* The k chunk (elements) of the 3-16-row path from k0: within one tile row of b (tile_r tr), at
  * most 512 groups of ge (the packed a's 32 KiB). */
 static inline int64_t tl_bf_t16_chunk(int64_t k0, int64_t kk, int64_t tr, int64_t ge) {
   return TL_MIN(TL_MIN(kk - k0, tr - k0 % tr), 512 * ge);
@@ -761,15 +761,21 @@ int TL_BF_DOT_ENTRY(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flag
   const int64_t pending = tl_prefetch_pending(), calls = TL_CDIV(n, TL_BF_NR) * (m / TL_BF_MR + __builtin_popcountll((unsigned long long)(m % TL_BF_MR)));
   const int64_t pq = TL_CDIV(pending, calls);
   _Alignas(64) char buf[TL_BF_KG * TL_BF_NR * 4];
-  /* 5-16 rows over b's 16-column tiles in place: tile after tile in one pass each (tl_bf_tile16),
+  /* 3-16 rows over b's 16-column tiles in place: tile after tile in one pass each (tl_bf_tile16),
    * a packed per k chunk of at most 512 groups (32 KiB), within one tile row. `tilec bench gemm
    * --threads 2` with b pre-packed, three alternating runs on the Zen 5 VM, before -> after: bf16
    * 16x4096x4096 1.01-1.10 -> 0.73-0.82 ms, 16x11008x4096 2.69-2.96 -> 2.01-2.31, 16x4096x11008
    * 2.99-3.36 -> 2.33-2.37, 12 rows 1.00-1.20 -> 0.84, 8 rows 0.84-0.98 -> 0.82-0.87, 5 rows
    * 1.04-1.20 -> 0.82-0.83; int8 (u8 x s8) 16x4096x4096 489-543 -> 420-455 us, 16x11008x4096
    * 1.33-1.50 -> 1.11-1.13 ms, 16x4096x11008 1.60-1.63 -> 1.16-1.23, 12 rows 501-547 -> 430-437
-   * us, 8 rows 457-463 -> 442-452, 5 rows 507-536 -> 425-433 */
-  if (direct && bl.tile_c == 16 && m > 4 && m <= 16) {
+   * us, 8 rows 457-463 -> 442-452, 5 rows 507-536 -> 425-433. 3-4 rows too since 2026-11-27
+   * (the 8-row kernel, half of it on zero rows: the product waits on b anyway), same command,
+   * 3 rounds alternating: bf16 3x4096x4096 0.82-0.89 -> 0.66-0.69 ms, 4 rows 0.76-0.77 ->
+   * 0.64-0.70, 4x11008x4096 2.18-2.26 -> 2.04-2.12, 3x1024x1024 64-66 -> 56-59 us; int8
+   * 3x4096x4096 383-412 -> 255-376 us, 4x11008x4096 0.91-1.12 -> 0.70-0.88 ms, 3x1024x1024
+   * 30-33 -> 23-25 us; 1-2 rows so measured no faster (int8 1x4096x4096 361-380 -> 375-391 us,
+   * 1x1024x1024 25-27 -> 27-28; bf16 too noisy that run to say), and keep the 8x32 rows */
+  if (direct && bl.tile_c == 16 && m > 2 && m <= 16) {
     _Alignas(64) uint32_t a16[16 * 512];
     const int64_t tr = bl.tile_r;
     int64_t chunks = 0; /* the queued prefetches spread over this path's calls */
