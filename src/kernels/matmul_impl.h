@@ -61,8 +61,9 @@ typedef struct tl_mm_run {
   /* packed b (tiled with tile_r = BK, tile_c = 16): an operand read in place (TL_STAGE_NEVER),
    * a block one tile row by BN / 16 tiles */
   int packed;
-  /* b streamed in place (few rows, unit column stride, past half the L3): TL_STAGE_NEVER, so
-   * the body narrows the dot's operands to the valid extents of the step's blocks */
+  /* b streamed in place (few rows, unit column stride, b from memory: past half, an eighth or
+   * a sixteenth of the L3, matmul.c): TL_STAGE_NEVER, so the body narrows the dot's operands to
+   * the valid extents of the step's blocks */
   int stream;
   /* a with unit column stride read in place at the edges of M, N and K too (TL_STAGE_NEVER),
    * the body narrowing the dot to the valid extents: f32 with a packed b or a row-major b with
@@ -78,8 +79,8 @@ typedef struct tl_mm_run {
    * rows of its block, the a operand, instead of a dot; no b; then the epilogue) */
   int partial, sum;
   /* the split's first kernel for 3-16 rows (tl_mm_chunk_k): chunk_k rows of the step's b block
-   * at a time copied into scratch ref ichunk (rows chunk_ld bytes apart), one dot per chunk;
-   * chunk_k 0: the dot reads b in place */
+   * at a time copied into scratch ref ichunk (rows chunk_ld bytes apart, never a multiple of 4
+   * KiB), one dot per chunk; chunk_k 0: the dot reads b in place */
   int64_t chunk_k, chunk_ld;
   int ichunk;
   int64_t BM, BN, BK;
@@ -99,8 +100,8 @@ typedef struct tl_mm_build {
   int64_t outer_stride[4][TL_MM_MAX_OUTER];  /* bytes, for a, b, c, residual */
   int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
   /* K split between split (> 1; 0: none) parallel steps, for 1-2 rows of a streaming a
-   * row-major b whose rows are a multiple of 4 KiB apart, where the N split would leave each
-   * thread part of every page (docs/matmul.md): kernel ks (grid (s, q), step (s, q) the K block S q + s,
+   * row-major b whose rows are contiguous (and 3-16 rows of bf16 / int8, tl_mm_chunk_k), where
+   * the N split would leave each thread part of every row (docs/matmul.md): kernel ks (grid (s, q), step (s, q) the K block S q + s,
    * product into row s of a partial [S, M, N] tensor, ks_tout, whose data tl_matmul provides),
    * then this build's kernel turned by tl_mm_split_sum into one that sums the S rows under the
    * epilogue. Decided by the heuristic (no cfg) only: such a shape takes no tuned config
@@ -162,8 +163,8 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
 /* The chunk (rows of b per copy, tl_mm_run.chunk_k) the K split's first kernel takes for M
  * rows of a (3..TL_MM_CHUNK_M) against b at info's ISA level, or 0 when it does not take that
- * path: a with unit column stride, b's geometry (tl_mm_split_shape) and K blocks for every
- * thread, a row-major kernel for a's dtype at the level, TL_MM_CHUNK_K_MIN rows of b in the
+ * path: a with unit column stride, b's geometry (tl_mm_split_shape), K blocks for every
+ * thread and at least 2 N blocks, a row-major kernel for a's dtype at the level, TL_MM_CHUNK_K_MIN rows of b in the
  * VMEM budget and the M x N accumulator rows in half of it.
  * matmul.c streams b (tl_mm_run.stream) for such M only when this is nonzero, so that
  * tl_mm_split_decide then splits. */

@@ -1,5 +1,6 @@
 /* matmul_split.c — the K split of tl_matmul (tl_mm_build.split, docs/matmul.md "K split"): for
- * 1-2 rows of a streaming a b whose rows are contiguous, the threads split K instead of N. The rule
+ * 1-2 rows of a streaming a b whose rows are contiguous (3-16 of bf16 / int8 where
+ * tl_mm_chunk_k says so), the threads split K instead of N. The rule
  * (tl_mm_split_shape, tl_mm_split_decide), the first kernel's build (ks: each step's product
  * into its own part of a [S, M, N] buffer), and the second kernel made from the ordinary build
  * (tl_mm_split_sum: the parts summed under the epilogue). The plans and the buffer belong to
@@ -24,6 +25,14 @@ static int64_t tl_mm_split_blocks(int64_t K, int64_t S, int64_t *bk) {
     if (TL_CDIV(K, *bk) == nb) return nb;
   }
   return 0;
+}
+
+/* The row stride (bytes) of the K split's copy of b's rows of N elements of es bytes: whole
+ * 64-byte lines, then one more, and one more again should that be a multiple of 4 KiB (N * es
+ * just under one), so that the copy's rows never share their page offset. */
+static int64_t tl_mm_chunk_ld(int64_t N, int64_t es) {
+  const int64_t ld = TL_CDIV(N * es, 64) * 64 + 64;
+  return ld % 4096 ? ld : ld + 64;
 }
 
 /* See matmul_impl.h. 3-16 rows of a against a row-major b from memory read it in place badly:
@@ -51,7 +60,7 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
   const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
                                  : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;
   if (!unit) return 0;
-  const int64_t ld = TL_CDIV(bd->N * (int64_t)tl_dtype_size(b->dtype), 64) * 64 + 64;
+  const int64_t ld = tl_mm_chunk_ld(bd->N, (int64_t)tl_dtype_size(b->dtype));
   const int64_t fit = (int64_t)(info->vmem_bytes * 9 / 10) / ld / 8 * 8; /* whole pairs / quads */
   const int64_t kc = TL_MIN(TL_MM_CHUNK_K, fit);
   /* and the accumulator rows, loaded and stored once per chunk, in half the budget beside it:
@@ -105,7 +114,7 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   if (kc > 0) {
     /* the chunk in VMEM, the only buffer: a (unit column stride, tl_mm_chunk_k) and the partial
      * rows are read and accumulated in place */
-    kr->chunk_ld = TL_CDIV(N * (int64_t)tl_dtype_size(b->dtype), 64) * 64 + 64;
+    kr->chunk_ld = tl_mm_chunk_ld(N, (int64_t)tl_dtype_size(b->dtype));
     kr->ichunk = 3;
     bd->ks_scr[0] = (tl_scratch){.dtype = TL_U8, .ndim = 2, .shape = {kc, kr->chunk_ld}};
     bd->ks.n_scratch = 1;

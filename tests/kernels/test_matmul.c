@@ -794,9 +794,9 @@ static void test_ksplit(void) {
   tl_ctx_free(ctx);
 }
 
-/* The plan tl_matmul builds for mc on ctx: whether K is split and the first kernel copies b in
- * chunks (tl_mm_run.chunk_k). Returns 0 when the build fails (checked). */
-static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chunk) {
+/* The plan tl_matmul builds for mc on ctx: whether K is split, the first kernel copies b in
+ * chunks (tl_mm_run.chunk_k) and b is streamed. Returns 0 when the build fails (checked). */
+static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chunk, int *stream) {
   char dummy[64];
   tl_tensor a = tl_tensor_make(dummy, mc->da, 2, mc->sa), b = tl_tensor_make(dummy, mc->db, 2, mc->sb);
   tl_tensor c = tl_tensor_make(dummy, mc->dc, 2, mc->sc);
@@ -808,6 +808,7 @@ static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chu
         tl_ctx_error(ctx));
   *split = st == TL_OK ? bd.split : -1;
   *chunk = st == TL_OK && bd.split ? bd.ks_run.chunk_k : 0;
+  *stream = st == TL_OK && bd.run.stream;
   return st == TL_OK;
 }
 
@@ -844,7 +845,7 @@ static void test_ksplit_rows(void) {
             {TL_U8, TL_I8, TL_I32, 4, 4096, 0, 0, 1}};
   g_ctx = ctx;
   for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
-    if (!g_top && i % 3) continue; /* below the top level a third of the cases */
+    if (!g_top && i % 3 && cs[i].m != 16) continue; /* below the top level a third, and 16 rows (the amx rule) */
     const int i8 = cs[i].da != TL_BF16;
     const int64_t N = cs[i].n, K = l3 / 16 / (N * (i8 ? 1 : 2)) + 77;
     mm_case mc = plain(cs[i].da, cs[i].db, cs[i].dc, cs[i].m, N, K);
@@ -853,16 +854,36 @@ static void test_ksplit_rows(void) {
     const int unit = (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
                      (info.isa < TL_ISA_AMX || cs[i].m < 16);
     const int want = unit && !cs[i].trans_a;
-    int split;
+    int split, stream;
     int64_t chunk;
-    if (ksplit_build(ctx, &mc, &split, &chunk))
+    if (ksplit_build(ctx, &mc, &split, &chunk, &stream))
       CHECK(split == (want ? 2 : 0) && (chunk > 0) == want, "[%s] %s %lldx%lldx%lld%s: split %d chunk %lld, expected %s", g_isa,
             tl_dtype_name(cs[i].da), (long long)cs[i].m, (long long)N, (long long)K, cs[i].trans_a ? " (a transposed)" : "",
             split, (long long)chunk, want ? "2 and a chunk" : "unsplit");
     check_case(&mc, mc.dc == TL_I32 && mc.beta == 0, want ? "K split, 3-16 rows" : "3-16 rows, unsplit");
+    { /* what ran: the split (its plans taken, not refused for the unsplit one) */
+      char dummy[64];
+      tl_tensor a = tl_tensor_make(dummy, mc.da, 2, mc.sa), b = tl_tensor_make(dummy, mc.db, 2, mc.sb);
+      tl_tensor c = tl_tensor_make(dummy, mc.dc, 2, mc.sc), one = tl_tensor_make(dummy, mc.dc == TL_I32 ? TL_I32 : TL_F32, 1, &N);
+      tl_tensor res = tl_tensor_make(dummy, mc.dc == TL_I32 ? TL_I32 : mc.dc, 2, mc.sc), sv = tl_tensor_make(dummy, TL_F32, 1, &N);
+      const int64_t mm = cs[i].m;
+      tl_tensor su = tl_tensor_make(dummy, TL_F32, 1, &mm);
+      if (mc.trans_a) a.stride[0] = 1, a.stride[1] = mc.sa[0];
+      res.stride[0] = 1, res.stride[1] = mc.sc[0]; /* run_case's residual: a transposed view */
+      tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+      mo.alpha = mc.alpha, mo.beta = mc.beta, mo.act = mc.act;
+      if (mc.bias) mo.bias = &one;
+      if (mc.res) mo.residual = &res;
+      if (mc.scales) mo.scale_a = &su, mo.scale_b = &sv;
+      int64_t cfg[3];
+      int ran = -1;
+      CHECK(tl_mm_cached_config(ctx, &a, &b, &c, &mo, cfg, &ran) == 1 && ran == (want ? 2 : 0),
+            "[%s] %s %lldx%lldx%lld: the cached plan's split %d, expected %d", g_isa, tl_dtype_name(cs[i].da),
+            (long long)cs[i].m, (long long)N, (long long)K, ran, want ? 2 : 0);
+    }
     if (i == 0) { /* 64 KiB of VMEM: no room for 16 rows of b 4 KiB long: unsplit */
       g_ctx = tiny;
-      if (ksplit_build(tiny, &mc, &split, &chunk))
+      if (ksplit_build(tiny, &mc, &split, &chunk, &stream))
         CHECK(split == 0, "[%s] 64 KiB of VMEM: split %d, expected the unsplit plan", g_isa, split);
       check_case(&mc, 0, "3-16 rows, no room for a chunk");
       g_ctx = ctx;
@@ -878,13 +899,51 @@ static void test_ksplit_rows(void) {
     const int64_t N = 11008, K = l3 / 16 / (N * 2) + 77;
     mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, m, N, K);
     const int want = info.isa >= TL_ISA_AVX512BF16 && m == 8;
-    int split;
+    int split, stream;
     int64_t chunk;
-    if (ksplit_build(v768, &mc, &split, &chunk))
+    if (ksplit_build(v768, &mc, &split, &chunk, &stream))
       CHECK(split == (want ? 2 : 0) && chunk == (want ? 32 : 0), "[%s] bf16 %lldx%lldx%lld on 768 KiB: split %d chunk %lld, expected %s",
             g_isa, (long long)m, (long long)N, (long long)K, split, (long long)chunk, want ? "2 and 32 rows" : "unsplit");
   }
   tl_ctx_free(v768);
+  /* beside the rule (builds only): f32 (its N split kept), N of one 16-column block, and 16 rows
+   * of b that do not fit the budget: bf16 3x2048 on 64 KiB (rows of 4160 bytes: 8 fit; its
+   * accumulator rows, 24 KiB, would) unsplit, on 80 KiB split in chunks of 16 */
+  static const struct {
+    tl_dtype da, db, dc;
+    int64_t m, n, vmem, chunk;
+  } bs[] = {{TL_F32, TL_F32, TL_F32, 8, 4096, 0, 0}, {TL_F32, TL_F32, TL_F32, 16, 2048, 0, 0}, {TL_U8, TL_I8, TL_I32, 8, 16, 0, 0},
+            {TL_BF16, TL_BF16, TL_F32, 3, 2048, 64 << 10, 0}, {TL_BF16, TL_BF16, TL_F32, 3, 2048, 80 << 10, 16}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(bs); i++) {
+    tl_ctx *x = ctx;
+    if (bs[i].vmem) {
+      tl_ctx_opts ov = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = (size_t)bs[i].vmem};
+      REQUIRE(tl_ctx_new(&ov, &x) == TL_OK, "%s", tl_last_error());
+    }
+    const int64_t es = (int64_t)tl_dtype_size(bs[i].db), N = bs[i].n, K = l3 / 16 / (N * es) + 77;
+    mm_case mc = plain(bs[i].da, bs[i].db, bs[i].dc, bs[i].m, N, K);
+    const int want = bs[i].chunk && info.isa >= TL_ISA_AVX512BF16;
+    int split, stream;
+    int64_t chunk;
+    if (ksplit_build(x, &mc, &split, &chunk, &stream))
+      CHECK(split == (want ? 2 : 0) && chunk == (want ? bs[i].chunk : 0) && stream == want,
+            "[%s] %s %lldx%lldx%lld (VMEM %lld): split %d chunk %lld stream %d, expected %s", g_isa, tl_dtype_name(bs[i].da),
+            (long long)bs[i].m, (long long)N, (long long)K, (long long)bs[i].vmem, split, (long long)chunk, stream,
+            want ? "2 and 16 rows" : "unsplit, not streamed");
+    if (x != ctx) tl_ctx_free(x);
+  }
+  /* the copy's rows never a multiple of 4 KiB apart (bf16 rows of 4032 bytes: 4160, not 4096) */
+  if (info.isa >= TL_ISA_AVX512BF16) {
+    char dummy[64];
+    const int64_t N = 2016, K = l3 / 16 / (N * 2) + 77, sa[2] = {8, K}, sb[2] = {K, N}, sc[2] = {8, N};
+    tl_tensor a = tl_tensor_make(dummy, TL_BF16, 2, sa), b = tl_tensor_make(dummy, TL_BF16, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
+    tl_mm_build bd;
+    const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+    const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
+    CHECK(st == TL_OK && bd.split == 2 && bd.ks_run.chunk_ld == 4160, "[%s] bf16 8x2016x%lld: split %d, copy rows %lld bytes apart (expected 4160)",
+          g_isa, (long long)K, st == TL_OK ? bd.split : -1, st == TL_OK ? (long long)bd.ks_run.chunk_ld : -1LL);
+  }
   g_ctx = saved;
   tl_ctx_free(tiny);
   tl_ctx_free(ctx);

@@ -769,7 +769,7 @@ int TL_BF_DOT_ENTRY(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flag
    * 1.04-1.20 -> 0.82-0.83; int8 (u8 x s8) 16x4096x4096 489-543 -> 420-455 us, 16x11008x4096
    * 1.33-1.50 -> 1.11-1.13 ms, 16x4096x11008 1.60-1.63 -> 1.16-1.23, 12 rows 501-547 -> 430-437
    * us, 8 rows 457-463 -> 442-452, 5 rows 507-536 -> 425-433. 3-4 rows too since 2026-11-27
-   * (the 8-row kernel, half of it on zero rows: the product waits on b anyway), same command,
+   * (the 8-row kernel, 4-5 of its rows on zeros: the product waits on b anyway), same command,
    * 3 rounds alternating: bf16 3x4096x4096 0.82-0.89 -> 0.66-0.69 ms, 4 rows 0.76-0.77 ->
    * 0.64-0.70, 4x11008x4096 2.18-2.26 -> 2.04-2.12, 3x1024x1024 64-66 -> 56-59 us; int8
    * 3x4096x4096 383-412 -> 255-376 us, 4x11008x4096 0.91-1.12 -> 0.70-0.88 ms, 3x1024x1024
