@@ -101,8 +101,9 @@ typedef struct tl_mm_build {
   int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
   /* K split between split (> 1; 0: none) parallel steps, for 1-2 rows of a streaming a
    * row-major b whose rows are contiguous (and 3-16 rows of bf16 / int8, tl_mm_chunk_k), where
-   * the N split would leave each thread part of every row (docs/matmul.md): kernel ks (grid (s, q), step (s, q) the K block S q + s,
-   * product into row s of a partial [S, M, N] tensor, ks_tout, whose data tl_matmul provides),
+   * the N split would leave each thread part of every row (docs/matmul.md): kernel ks (grid (s,
+   * q), step (s, q) the K block S q + s, product into row s of a partial [S, M, N] tensor,
+   * ks_tout, whose data tl_matmul provides),
    * then this build's kernel turned by tl_mm_split_sum into one that sums the S rows under the
    * epilogue. Decided by the heuristic (no cfg) only: such a shape takes no tuned config
    * (tl_mm_tuned_build) and the tuner refuses it. ks_* point into this struct after
@@ -163,11 +164,11 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
 /* The chunk (rows of b per copy, tl_mm_run.chunk_k) the K split's first kernel takes for M
  * rows of a (3..TL_MM_CHUNK_M) against b at info's ISA level, or 0 when it does not take that
- * path: a with unit column stride, b's geometry (tl_mm_split_shape), K blocks for every
- * thread and at least 2 N blocks, a row-major kernel for a's dtype at the level, TL_MM_CHUNK_K_MIN rows of b in the
- * VMEM budget and the M x N accumulator rows in half of it.
- * matmul.c streams b (tl_mm_run.stream) for such M only when this is nonzero, so that
- * tl_mm_split_decide then splits. */
+ * path: a with unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread
+ * and at least 2 N blocks, a row-major kernel for a's dtype at the level, TL_MM_CHUNK_K_MIN
+ * rows of b in the VMEM budget and the M x N accumulator rows in half of it. matmul.c streams
+ * b (tl_mm_run.stream) for such M only when this is nonzero, so that tl_mm_split_decide then
+ * splits. */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
 /* Sets bd->split and the first kernel (ks_*) when the K split applies (the heuristic's build,
  * after its config), else leaves split 0. */
