@@ -255,7 +255,7 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   if (BM < 1) BM = 1;
   if (BN < 1) BN = 1;
   if (bd->run.stream) { /* b read in place as long rows: a wide N block per thread, long K blocks */
-    BN = tl_mm_round_up(TL_CDIV(N, TL_MAX(1, (int64_t)info->threads)), 16);
+    BN = tl_mm_stream_bn(N, info->threads);
     BK = K <= TL_MM_BK_STREAM ? K : TL_MM_BK_STREAM;
     /* b is never staged; a, c, the residual and the scratch blocks are a few rows each */
     const int64_t budget = (int64_t)(info->vmem_bytes * 9 / 10);

@@ -46,6 +46,11 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
  * TL_MM_CHUNK_K_MIN) into a VMEM scratch whose rows are off the 4 KiB alias, which the dot
  * reads (matmul_split.c). */
 #define TL_MM_CHUNK_M 16
+/* The N block of a streamed b (tl_mm_config, before any budget shrinks it): one per thread,
+ * whole 16-column tiles. tl_mm_chunk_k asks for at least 2 of them, as tl_mm_split_decide does. */
+static inline int64_t tl_mm_stream_bn(int64_t N, int threads) {
+  return TL_CDIV(TL_CDIV(N, TL_MAX(1, (int64_t)threads)), 16) * 16;
+}
 #define TL_MM_CHUNK_K 64
 #define TL_MM_CHUNK_K_MIN 16
 

@@ -54,8 +54,8 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
   const tl_dtype da = a->dtype;
   int64_t bk;
   if (M <= TL_MM_STREAM_M || M > TL_MM_CHUNK_M || a->stride[a->ndim - 1] != 1 || !tl_mm_split_shape(info, bd, b) ||
-      !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(bd->N, TL_CDIV(TL_CDIV(bd->N, S), 16) * 16) < 2)
-    return 0; /* (the last: tl_mm_split_decide's N blocks, at least 2) */
+      !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(bd->N, tl_mm_stream_bn(bd->N, info->threads)) < 2)
+    return 0;
   const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
   const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
                                  : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;

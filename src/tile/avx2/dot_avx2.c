@@ -270,11 +270,6 @@ static __attribute__((noinline)) void tl_a2_dot_wide(int64_t m, int64_t n, int64
  * 69.1-69.3 -> 74.8-76.2 (so not there); chunks of 64 rows gained less (16 rows 2.90-3.03). */
 #define TL_A2_TM 64
 
-/* b(k, j) of b in tiles of tr x 16 floats, tcols tiles a tile row (j a multiple of 16). */
-static inline const float *tl_a2_tile_at(const tl_ref *b, int64_t tr, int64_t tcols, int64_t k, int64_t j) {
-  return (const float *)b->data + ((k / tr) * tcols + j / TL_A2_NR) * tr * TL_A2_NR + (k % tr) * TL_A2_NR;
-}
-
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (any vnni is honoured). */
 static inline const float *tl_a2_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -418,15 +413,15 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
     /* 16-column tiles without interleave (tl_matmul_pack_b's f32 layout): each panel is one
      * tile column, read in place tile row by tile row; up to TL_A2_TM rows a chunk of TL_A2_WKC
      * rows of every tile at a time, as the wide staging walks a row-major b (see TL_A2_TM) */
-    const int64_t tr = b->layout.tile_r, tcols = TL_CDIV(b->shape[1], TL_A2_NR);
+    const int64_t tr = b->layout.tile_r;
     if (m > TL_A2_MR && m <= TL_A2_TM) { /* a few row blocks: TL_A2_WKC rows of every tile at a time */
       for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
         kc = TL_MIN(TL_A2_WKC, TL_MIN(tr - k0 % tr, kk - k0));
         const int64_t nk0 = k0 + kc, nkc = nk0 < kk ? TL_MIN(TL_A2_WKC, TL_MIN(tr - nk0 % tr, kk - nk0)) : 0;
         for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
-          const float *bp = tl_a2_tile_at(b, tr, tcols, k0, j0);
+          const float *bp = tl_a2_b_at(b, 0, k0, j0);
           tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, n - j0), kc, pa + k0, lda, bp, TL_A2_NR, pc + j0, ldc, accum || k0 > 0,
-                         nkc ? (const char *)tl_a2_tile_at(b, tr, tcols, nk0, j0) : NULL, TL_A2_NR * 4, nkc);
+                         nkc ? (const char *)tl_a2_b_at(b, 0, nk0, j0) : NULL, TL_A2_NR * 4, nkc);
         }
       }
       return 1;
@@ -435,7 +430,7 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
       const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
       for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
         kc = tr - k0 % tr < kk - k0 ? tr - k0 % tr : kk - k0;
-        tl_a2_panel(m, nr, kc, pa + k0, lda, tl_a2_tile_at(b, tr, tcols, k0, j0), TL_A2_NR, pc + j0, ldc, accum || k0 > 0);
+        tl_a2_panel(m, nr, kc, pa + k0, lda, tl_a2_b_at(b, 0, k0, j0), TL_A2_NR, pc + j0, ldc, accum || k0 > 0);
       }
     }
     return 1;
