@@ -270,6 +270,19 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
     return;
   }
   const int64_t want = 2 * (int64_t)info->threads;
+  if (bd->run.sweep) { /* b read in place over the whole of K, N blocks of the dot's window */
+    /* as many blocks of at most TL_MM_SWEEP_BN as a multiple of the threads: each thread one run
+     * of them, wide ones (f32 5x1000x8192, 2 threads: 2 blocks of 512 0.85 ms, 4 of 256 1.01) */
+    const int64_t T = TL_MAX(1, (int64_t)info->threads), nb = TL_CDIV(TL_CDIV(inner * TL_CDIV(N, TL_MM_SWEEP_BN), T) * T, inner);
+    BN = TL_MIN(tl_mm_round_up(TL_CDIV(N, nb), 32), tl_mm_round_up(N, 16));
+    BK = K;
+    /* a and b are never staged; c, the residual and the scratch blocks are M rows of BN */
+    const int64_t budget = (int64_t)(info->vmem_bytes * 9 / 10);
+    while (BN > 16 && BM * BN * (ec * (1 + has_res) + nscratch * 4) + 2 * BN * 4 + BM * 4 > budget)
+      BN = tl_mm_round_up(BN / 2, 16);
+    bd->run.BM = BM, bd->run.BN = BN, bd->run.BK = BK;
+    return;
+  }
   while (info->threads > 1 && inner * TL_CDIV(M, BM) * TL_CDIV(N, BN) < want) {
     if (BN > 32 && N > 32) BN = tl_mm_round_up(BN / 2, 16);
     else if (BM > 16) BM = tl_mm_round_up(BM / 2, 8);
@@ -447,6 +460,14 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
              (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
                            : r->packed && (info.isa < TL_ISA_AMX || bd->K % tl_mm_vnni(da) == 0));
+  /* f32, 3-16 rows against a row-major b from memory (past half the L3) read in place: N
+   * blocks of at most TL_MM_SWEEP_BN columns over the whole of K (tl_mm_config), which the
+   * AVX-512 dot walks in sweeps of 8-16 rows of b (tl_a5_sweep, whose comment has the
+   * measurements; taken for b blocks beyond 1 MiB). Before 2026-11-27 such a product had the
+   * usual 256 x 512 blocks (N x K), which the dot read in 32-column panels, 128 bytes of each row
+   * of b a row stride apart. Not at the AVX2 levels, whose dot has no such walk. */
+  r->sweep = da == TL_F32 && !r->packed && r->edges && bd->M >= 3 && bd->M <= TL_MM_CHUNK_M &&
+             info.isa >= TL_ISA_AVX512 && bd->K * bd->N * 4 > tl_kernels_l3_bytes(&info) / 2;
   /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
    * product, where staging would cost as much as the product) with b's columns at unit stride:
    * the AVX512-BF16 / VNNI dot reads row-major b then, building its pairs / quads in registers.

@@ -51,6 +51,8 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 static inline int64_t tl_mm_stream_bn(int64_t N, int threads) {
   return TL_CDIV(TL_CDIV(N, TL_MAX(1, (int64_t)threads)), 16) * 16;
 }
+/* The N block of the f32 sweep (tl_mm_run.sweep): the dot's window, one per block. */
+#define TL_MM_SWEEP_BN 512
 #define TL_MM_CHUNK_K 64
 #define TL_MM_CHUNK_K_MIN 16
 
@@ -76,6 +78,10 @@ typedef struct tl_mm_run {
    * bf16 / int8 with a packed b below AMX (whose tiles want whole groups). A packed b is
    * narrowed to the exact valid rows and K: no padded copies of edge blocks */
   int edges;
+  /* f32, 3-16 rows of a against a row-major b from memory read in place (edges), at the AVX-512
+   * levels: N blocks of at most TL_MM_SWEEP_BN columns over the whole of K, which the AVX-512
+   * dot walks in sweeps of a few rows of b (matmul.c) */
+  int sweep;
   /* bf16 / int8 b left row-major for the AVX512-BF16 / VNNI row-major kernels (3-16 rows of a,
    * see matmul.c), read in place or as a plain row-major copy of each block */
   int rm;

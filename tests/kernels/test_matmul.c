@@ -663,6 +663,70 @@ static void test_stream(void) {
   check_case(&mi, 1, "int8 streamed b");
 }
 
+/* f32, 3-16 rows against a row-major b past half the L3, at the AVX-512 levels: the plan's N
+ * blocks of at most TL_MM_SWEEP_BN columns, as many as a multiple of the threads, over the whole
+ * of K, a and b in place, neither streamed nor split (tl_mm_run.sweep: the dot's sweeping walk);
+ * not so for 1-2 or 17 rows, below AVX-512, or a b within half the L3 (builds only, 1 and 2
+ * threads). Against the reference at the top level with N not a multiple of a panel or window,
+ * the epilogue with beta, and a budget that narrows the blocks. */
+static void test_sweep(void) {
+  tl_ctx_info info;
+  tl_ctx_info_get(g_ctx, &info);
+  const int64_t l3 = tl_kernels_l3_bytes(&info), kp = l3 / 2 / 4 / 1100 + 5; /* 1100 x kp: past half */
+  const int avx512 = info.isa >= TL_ISA_AVX512;
+  char dummy[64];
+  for (int threads = 1; threads <= 2; threads++) {
+    tl_ctx *ctx;
+    tl_ctx_opts opts = {.isa = g_isa, .threads = threads, .tune = -1};
+    REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
+    static const int64_t ms[] = {2, 3, 9, 16, 17};
+    for (size_t i = 0; i < TL_ARRAY_LEN_T(ms); i++)
+      for (int past = 0; past <= 1; past++)
+        for (int wide = 0; wide <= 1; wide++) {
+          const int64_t m = ms[i], n = wide ? 4096 : 1100, k = past ? kp * 1100 / n + 1 : l3 / 2 / 4 / n - 3;
+          const int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+          tl_tensor a = tl_tensor_make(dummy, TL_F32, 2, sa), b = tl_tensor_make(dummy, TL_F32, 2, sb);
+          tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
+          tl_mm_build bd;
+          const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
+          const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
+          CHECK(st == TL_OK, "[%s] prepare f32 %lldx%lldx%lld: %s", g_isa, (long long)m, (long long)n, (long long)k,
+                tl_ctx_error(ctx));
+          if (st != TL_OK) continue;
+          const int want = avx512 && past && m >= 3 && m <= 16;
+          const int64_t BN = bd.run.BN, nb = TL_CDIV(n, BN);
+          CHECK(bd.run.sweep == want, "[%s] f32 %lldx%lldx%lld (b %s half the L3), %d thread(s): sweep %d, expected %d", g_isa,
+                (long long)m, (long long)n, (long long)k, past ? "past" : "within", threads, bd.run.sweep, want);
+          if (want)
+            CHECK(bd.run.BK == k && BN <= TL_MM_SWEEP_BN && BN % 32 == 0 && nb % threads == 0 && !bd.run.stream &&
+                      bd.split == 0 && bd.in[bd.run.ib].stage == TL_STAGE_NEVER && bd.in[bd.run.ia].stage == TL_STAGE_NEVER,
+                  "[%s] f32 %lldx%lldx%lld, %d thread(s): blocks %lld x %lld (%lld of them), stream %d split %d", g_isa,
+                  (long long)m, (long long)n, (long long)k, threads, (long long)bd.run.BK, (long long)BN, (long long)nb,
+                  bd.run.stream, bd.split);
+        }
+    tl_ctx_free(ctx);
+  }
+  if (!g_top || !avx512) return;
+  static const int64_t rs[][2] = {{3, 1100}, {9, 1100}, {16, 1009}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
+    mm_case mc = plain(TL_F32, TL_F32, TL_F32, rs[i][0], rs[i][1], kp * 1100 / rs[i][1] + 1);
+    check_case(&mc, 0, "f32 swept b");
+    mc.bias = 1, mc.act = TL_ACT_GELU, mc.res = (int)(i & 1), mc.beta = i ? 0.5f : 0.0f;
+    check_case(&mc, 0, "f32 swept b, epilogue");
+  }
+  /* a budget of 16 KiB: the blocks narrow until c's block and the scratch fit */
+  tl_ctx *saved = g_ctx, *tiny = NULL;
+  tl_ctx_opts to = {.isa = g_isa, .vmem_bytes = 16384};
+  if (tl_ctx_new(&to, &tiny) == TL_OK) {
+    g_ctx = tiny;
+    mm_case mt = plain(TL_F32, TL_F32, TL_F32, 16, 1100, kp + 1);
+    mt.beta = 2.0f;
+    check_case(&mt, 0, "f32 swept b, 16 KiB of VMEM");
+    g_ctx = saved;
+    tl_ctx_free(tiny);
+  }
+}
+
 /* One or two rows of a streaming a b with contiguous rows (from a sixteenth of the L3) on 2
  * threads: K is split between them (each reads whole rows of alternate K blocks), the partial
  * rows summed under the epilogue. Against the reference with every epilogue (int8 exact, and
@@ -1009,12 +1073,16 @@ static void test_balance(void) {
   const double bal = tl_mm_balance(1, n, n, cfg[0], cfg[1], 2);
   CHECK(bal >= 0.98 && cfg[1] % 32 == 0 && cfg[1] <= 512, "[%s] 4097^3 packed, 2 threads: BM %lld BN %lld, balance %.4f", g_isa,
         (long long)cfg[0], (long long)cfg[1], bal);
-  /* fewer than 256 rows stream b: the N blocks stay wide (16x11008x4096: 256, not 128) */
+  /* fewer than 256 rows stream b: the N blocks stay wide (16x11008x4096: 256, not 128; at the
+   * AVX-512 levels the sweep's 512, test_sweep) */
   const int64_t s16[2] = {16, 4096}, sb[2] = {4096, 11008}, sc[2] = {16, 11008};
   float d1[4], d2[4], d3[4];
   tl_tensor a16 = tl_tensor_make(d1, TL_F32, 2, s16), b16 = tl_tensor_make(d2, TL_F32, 2, sb), c16 = tl_tensor_make(d3, TL_F32, 2, sc);
-  CHECK(tl_mm_config_used(ctx, &a16, &b16, &c16, NULL, cfg, &tuned) == TL_OK && cfg[1] == 256, "[%s] 16x11008x4096: BN %lld (%s)",
-        g_isa, (long long)cfg[1], tl_ctx_error(ctx));
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  const int64_t wide = info.isa >= TL_ISA_AVX512 ? 512 : 256;
+  CHECK(tl_mm_config_used(ctx, &a16, &b16, &c16, NULL, cfg, &tuned) == TL_OK && cfg[1] == wide,
+        "[%s] 16x11008x4096: BN %lld, expected %lld (%s)", g_isa, (long long)cfg[1], (long long)wide, tl_ctx_error(ctx));
   tl_ctx_free(ctx);
 }
 
@@ -1245,6 +1313,7 @@ int main(void) {
     RUN(test_pack_nt);
     RUN(test_misaligned_b);
     RUN(test_stream);
+    RUN(test_sweep);
     RUN(test_ksplit);
     RUN(test_ksplit_rows);
     RUN(test_k0_and_empty);

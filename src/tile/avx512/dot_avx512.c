@@ -7,8 +7,8 @@
  * f32 (and bf16 x bf16 -> f32 through tl_a5_dot_bf16, any accepted b; 8-bit integers through
  * dot_avx512_i8.c); a and acc row-major with unit column stride (any row stride). b: row-major with unit
  * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
- * TL_A5_STREAM_BYTES: the streaming kernel; 1-4 rows with at most 128 / 64 columns: the skinny
- * one; else 32-column panels), and from any row count when the block
+ * TL_A5_STREAM_BYTES: the streaming kernel; 3-16 rows with such a block: the sweeping one; 1-4
+ * rows with at most 128 / 64 columns: the skinny one; else 32-column panels), and from any row count when the block
  * is at most TL_TILE_SMALL_B bytes and its panels stay in L1 (tl_tile_b_fits_l1); tiled in
  * 16-column tiles without interleave read in place (5-16 rows: one tile at a time in one pass,
  * tl_a5_kern16, with a packed; otherwise 32-column panels of two tiles); anything else (row-major from TL_A5_PACK_M
@@ -51,8 +51,9 @@ typedef struct tl_a5_pf {
 #define TL_A5_PACK_M 32
 /* Rows of a packed at a time (a multiple of TL_A5_MR): 64 KiB of stack with TL_A5_KC. */
 #define TL_A5_MC 128
-/* A b block (in place, 1-2 rows of acc) beyond this many bytes comes from memory: it is walked
- * in row order (tl_a5_stream); a smaller one, in the caches, in panels. */
+/* A b block (in place, 1-16 rows of acc) beyond this many bytes comes from memory: it is walked
+ * in row order (1-2 rows: tl_a5_stream; 3-16: tl_a5_sweep); a smaller one, in the caches, in
+ * panels. */
 #define TL_A5_STREAM_BYTES ((int64_t)1 << 20)
 
 /* How the microkernel reads a and b (a compile-time constant in every copy of it). */
@@ -372,6 +373,51 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
   }
 }
 
+/* The sweeping kernel (3-16 rows of acc, a row-major b block from memory read in place): the
+ * block's columns in windows of TL_A5_SWEEP_N, each accumulated in buf (rows TL_A5_SWEEP_N + 16
+ * floats apart, off the 4 KiB alias that c's rows may share) over sweeps of tl_a5_sweep_rows(m)
+ * rows of b: a packed for the sweep, then the 32-column panels of the window, each prefetching
+ * the same columns of the next sweep's rows into L2. b is read as that many runs of whole lines
+ * side by side (a window's share of each row), each line once from memory, where the panels
+ * read a panel's 128 bytes of every row of the block, a row stride apart (`tilec bench gemm
+ * --threads 2 --dtype f32 --peers none`, Zen 5 VM, 3-5 rounds alternating, medians, ms, with
+ * tl_matmul's blocks for it: 3x4096x4096 1.92 -> 1.24-1.28, 4 rows 2.07 -> 1.32, 8 rows 2.19 ->
+ * 1.21-1.23, 12 rows 2.43 -> 1.60, 16 rows 2.51-2.74 -> 1.84-1.96, 8x11008x4096 5.42 -> 4.31-4.45,
+ * 16x4096x11008 7.93 -> 5.44; in the caches it is slower than the panels: 16x1024x1024 with one
+ * core, b warm, 177 -> 214 us). The rows per sweep: 8 rows of b alias one L1 set at a 4 KiB
+ * multiple of a row stride and stay there for the second row block of acc; more rows of b save
+ * loads and stores of acc (16 rows of acc: 8 per sweep 2.11 ms, 12 1.89, 16 1.84, 24 1.92; 8
+ * rows: 4 1.75, 8 1.23, 12 1.47, 16 1.60; 14 rows: 8 1.82, 12 1.78, 16 1.89). Each acc(i, j)
+ * is still one sum in increasing k (stored and reloaded exactly between sweeps). buf holds
+ * TL_A5_SWEEP_BUF floats. */
+#define TL_A5_SWEEP_N 512
+#define TL_A5_SWEEP_BUF (16 * 16 + 16 * (TL_A5_SWEEP_N + 16))
+static inline int64_t tl_a5_sweep_rows(int64_t m) { return m <= 8 ? 8 : m <= 14 ? 12 : 16; }
+
+static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        float *c, int64_t ldc, int accum, int64_t pq, float *buf) {
+  const int64_t g = tl_a5_sweep_rows(m), ldw = TL_A5_SWEEP_N + 16;
+  float *ap = buf, *w = buf + 16 * 16; /* a's sweep (two row blocks of 8 x g), the window */
+  for (int64_t j0 = 0; j0 < n; j0 += TL_A5_SWEEP_N) {
+    const int64_t nw = TL_MIN(TL_A5_SWEEP_N, n - j0);
+    if (accum)
+      for (int64_t i = 0; i < m; i++) memcpy(w + i * ldw, c + i * ldc + j0, (size_t)nw * 4);
+    for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+      kc = TL_MIN(g, kk - k0);
+      tl_a5_pack_a(ap, a, lda, m, k0, kc);
+      const float *bk = b + k0 * ldb + j0;
+      const int next = k0 + 2 * kc <= kk; /* the next sweep has as many rows: prefetched */
+      for (int64_t jj = 0, nr; jj < nw; jj += nr) {
+        nr = TL_MIN(TL_A5_NR, nw - jj);
+        const tl_a5_pf pf = {(const char *)(bk + kc * ldb + jj), ldb * 4, 64, 127, 1};
+        tl_a5_panel(m, nr, kc, TL_A5_PACKED, ap, 0, bk + jj, ldb, 16, w + jj, ldw, accum || k0 > 0, next ? &pf : NULL,
+                    pq);
+      }
+    }
+    for (int64_t i = 0; i < m; i++) memcpy(c + i * ldc + j0, w + i * ldw, (size_t)nw * 4);
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (vnni 1 for f32 is the only sensible one, any is honoured). */
 static inline const float *tl_a5_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -534,6 +580,9 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
   const int64_t pending = tl_prefetch_pending();
   const int64_t calls = TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_MAX(1, kparts);
   const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
+  /* packed a (and the sweeping walk's buffer) */
+  _Alignas(64) float abuf[TL_CDIV(TL_A5_MC, TL_A5_MR) * TL_A5_MR * TL_A5_KC];
+  _Static_assert(TL_A5_SWEEP_BUF <= sizeof abuf / sizeof abuf[0], "the sweep's buffer fits abuf");
   if (in_place) { /* b in place */
     const float *pb = (const float *)b->data;
     /* 1-2 rows, a b block from memory: the streaming walk. 1-4 rows whose b rows fit one skinny
@@ -545,6 +594,11 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
     if (m <= 2 && n * kk * 4 > TL_A5_STREAM_BYTES) {
       if (m == 1) tl_a5_stream(1, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       else tl_a5_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      return 1;
+    }
+    /* 3-16 rows, a b block from memory: the sweeping walk */
+    if (m <= 16 && n * kk * 4 > TL_A5_STREAM_BYTES) {
+      tl_a5_sweep(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum, pq, abuf);
       return 1;
     }
     if (m <= 4 && n <= (m <= 2 ? 128 : 64)) {
@@ -582,7 +636,6 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
    * pre-packed, 2026-11-27: 16x4096x4096 1.81-1.94 -> 1.52-1.58 ms, 16x11008x4096 5.07-5.17 ->
    * 4.21-4.32, 16x4096x11008 5.13-5.55 -> 4.54-4.61, 8 rows 1.82-1.95 -> 1.59-1.64, 5 rows a wash
    * (1-4 rows measured slower or the same this way). a16 is abuf's start (32 KiB of its 64). */
-  _Alignas(64) float abuf[TL_CDIV(TL_A5_MC, TL_A5_MR) * TL_A5_MR * TL_A5_KC];
   if (tiled16 && m > 4 && m <= 16) {
     float *a16 = abuf; /* 16 x 512 of its 128 x 128 */
     int64_t chunks = 0; /* the queued prefetches spread over this path's calls */
