@@ -463,11 +463,13 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   /* f32, 3-16 rows against a row-major b from memory (past half the L3) read in place: N
    * blocks of at most TL_MM_SWEEP_BN columns over the whole of K (tl_mm_config), which the
    * AVX-512 dot walks in sweeps of 8-16 rows of b (tl_a5_sweep, whose comment has the
-   * measurements; taken for b blocks beyond 1 MiB). Before 2026-11-27 such a product had the
-   * usual 256 x 512 blocks (N x K), which the dot read in 32-column panels, 128 bytes of each row
-   * of b a row stride apart. Not at the AVX2 levels, whose dot has no such walk. */
+   * measurements) and the AVX2 dot stages 256 columns x 32 rows at a time (tl_a2_dot_wide, for
+   * 3-6 rows too since then), both for b blocks beyond 1 MiB. Before 2026-11-27 such a product
+   * had the usual 256 x 512 blocks (N x K): the AVX-512 dot read them in 32-column panels, 128
+   * bytes of each row of b a row stride apart, and the AVX2 dot 3-6 rows the same way in
+   * 16-column panels, unprefetched (2.5-2.8x slower than now; 7-16 rows even). */
   r->sweep = da == TL_F32 && !r->packed && r->edges && bd->M >= 3 && bd->M <= TL_MM_CHUNK_M &&
-             info.isa >= TL_ISA_AVX512 && bd->K * bd->N * 4 > tl_kernels_l3_bytes(&info) / 2;
+             info.isa >= TL_ISA_AVX2 && bd->K * bd->N * 4 > tl_kernels_l3_bytes(&info) / 2;
   /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
    * product, where staging would cost as much as the product) with b's columns at unit stride:
    * the AVX512-BF16 / VNNI dot reads row-major b then, building its pairs / quads in registers.

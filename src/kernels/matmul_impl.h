@@ -78,9 +78,9 @@ typedef struct tl_mm_run {
    * bf16 / int8 with a packed b below AMX (whose tiles want whole groups). A packed b is
    * narrowed to the exact valid rows and K: no padded copies of edge blocks */
   int edges;
-  /* f32, 3-16 rows of a against a row-major b from memory read in place (edges), at the AVX-512
-   * levels: N blocks of at most TL_MM_SWEEP_BN columns over the whole of K, which the AVX-512
-   * dot walks in sweeps of a few rows of b (matmul.c) */
+  /* f32, 3-16 rows of a against a row-major b from memory read in place (edges), from the AVX2
+   * level: N blocks of at most TL_MM_SWEEP_BN columns over the whole of K, which the AVX-512 dot
+   * walks in sweeps of a few rows of b and the AVX2 dot stages in wide chunks (matmul.c) */
   int sweep;
   /* bf16 / int8 b left row-major for the AVX512-BF16 / VNNI row-major kernels (3-16 rows of a,
    * see matmul.c), read in place or as a plain row-major copy of each block */

@@ -4,9 +4,10 @@
  *
  * Contract (docs/kernels.md, "Tile dot"): called after tile.c's checks. Handles acc, a, b all
  * f32; a and acc row-major with unit column stride (any row stride); b row-major with unit column
- * stride (read in place for one row block of acc, TL_A2_MR rows, or a small block that stays in
- * L1, tl_tile_b_fits_l1; for 1-2 rows of acc, a block past TL_A2_STREAM_BYTES walked a few rows
- * at a time: tl_a2_stream; otherwise staged TL_A2_SW columns at a time, tl_a2_dot_wide), 16-column
+ * stride (read in place for one row block of acc, TL_A2_MR rows, with a block of at most
+ * TL_A2_STREAM_BYTES, or a small block that stays in L1, tl_tile_b_fits_l1; for 1-2 rows of acc, a
+ * block past TL_A2_STREAM_BYTES walked a few rows at a time: tl_a2_stream; otherwise staged
+ * TL_A2_SW columns at a time, tl_a2_dot_wide), 16-column
  * tiles without interleave (read in place), or TL_DOT_TRANS_B / other tilings / strided (a panel
  * of 16 columns x TL_A2_KC rows is staged on the stack first). Anything else returns 0 (the
  * scalar path takes it).
@@ -140,8 +141,9 @@ static void tl_a2_panel(int64_t m, int64_t nr, int64_t kc, const float *a, int64
   tl_a2_panel_pf(m, nr, kc, a, lda, b, ldb, c, ldc, accum, NULL, 0, 0);
 }
 
-/* A b block in place past this many bytes, against 1-2 rows of acc, comes from memory: it is
- * walked in row order (tl_a2_stream), as the AVX-512 dot walks it (dot_avx512.c). */
+/* A b block in place past this many bytes comes from memory: against 1-2 rows of acc it is
+ * walked in row order (tl_a2_stream), as the AVX-512 dot walks it (dot_avx512.c); against 3-6
+ * rows it goes through the wide staging as more rows do (tl_a2_dot_wide). */
 #define TL_A2_STREAM_BYTES ((int64_t)1 << 20)
 /* Rows of b per sweep of the walk. */
 #define TL_A2_SR 4
@@ -399,7 +401,15 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
       else tl_a2_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
-    if (m <= TL_A2_MR || kk == 0 || (kk * n * 4 <= TL_TILE_SMALL_B && tl_tile_b_fits_l1(kk, b->stride[0]))) {
+    /* 3-6 rows (one row block) with a block from memory: staged wide too. In place, each 16-column
+     * panel walks down the block's rows a row stride apart, unprefetched (`TILEC_ISA=avx2 tilec
+     * bench gemm --threads 2 --dtype f32 --peers none`, Zen 5 VM, with tl_matmul's blocks of 512 x
+     * K for such a b, 3 rounds alternating, medians: 3x4096x4096 4.99 -> 1.94 ms, 4 rows 5.38 ->
+     * 2.01, 6 rows 6.09 -> 2.15, 5x11008x4096 13.4 -> 4.8). A block in the caches reads faster in
+     * place (warm, the wide staging for every block: 3x512x512 11.6 -> 18.2 us, 6x1000x1000 65 ->
+     * 91), hence the size */
+    const int mem = n * kk * 4 > TL_A2_STREAM_BYTES;
+    if ((m <= TL_A2_MR && !mem) || kk == 0 || (kk * n * 4 <= TL_TILE_SMALL_B && tl_tile_b_fits_l1(kk, b->stride[0]))) {
       for (int64_t j0 = 0; j0 < n; j0 += TL_A2_NR) {
         const int64_t nr = n - j0 < TL_A2_NR ? n - j0 : TL_A2_NR;
         tl_a2_panel(m, nr, kk, pa, lda, pb + j0, b->stride[0], pc + j0, ldc, accum);
