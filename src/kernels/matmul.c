@@ -460,15 +460,16 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
              (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
                            : r->packed && (info.isa < TL_ISA_AMX || bd->K % tl_mm_vnni(da) == 0));
-  /* f32, 3-16 rows against a row-major b from memory (past half the L3) read in place: N
+  /* f32, 3-31 rows against a row-major b from memory (past half the L3) read in place: N
    * blocks of at most TL_MM_SWEEP_BN columns over the whole of K (tl_mm_config), which the
    * AVX-512 dot walks in sweeps of 8-16 rows of b (tl_a5_sweep, whose comment has the
-   * measurements) and the AVX2 dot stages 256 columns x 32 rows at a time (tl_a2_dot_wide, for
+   * measurements; 17-31 rows too, `TILEC_ISA=avx2` 17x4096x4096 3.12 -> 3.03 ms, 24 rows 4.42 ->
+   * 4.31) and the AVX2 dot stages 256 columns x 32 rows at a time (tl_a2_dot_wide, for
    * 3-6 rows too since then), both for b blocks beyond 1 MiB. Before 2026-11-27 such a product
    * had the usual 256 x 512 blocks (N x K): the AVX-512 dot read them in 32-column panels, 128
    * bytes of each row of b a row stride apart, and the AVX2 dot 3-6 rows the same way in
    * 16-column panels, unprefetched (2.5-2.8x slower than now; 7-16 rows even). */
-  r->sweep = da == TL_F32 && !r->packed && r->edges && bd->M >= 3 && bd->M <= TL_MM_CHUNK_M &&
+  r->sweep = da == TL_F32 && !r->packed && r->edges && bd->M >= 3 && bd->M <= TL_MM_SWEEP_M &&
              info.isa >= TL_ISA_AVX2 && bd->K * bd->N * 4 > tl_kernels_l3_bytes(&info) / 2;
   /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
    * product, where staging would cost as much as the product) with b's columns at unit stride:

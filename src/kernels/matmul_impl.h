@@ -51,7 +51,9 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 static inline int64_t tl_mm_stream_bn(int64_t N, int threads) {
   return TL_CDIV(TL_CDIV(N, TL_MAX(1, (int64_t)threads)), 16) * 16;
 }
-/* The N block of the f32 sweep (tl_mm_run.sweep): the dot's window, one per block. */
+/* The f32 sweep (tl_mm_run.sweep): up to TL_MM_SWEEP_M rows of a (below the AVX-512 dot's 32,
+ * from which it packs b), N blocks of at most TL_MM_SWEEP_BN columns. */
+#define TL_MM_SWEEP_M 31
 #define TL_MM_SWEEP_BN 512
 #define TL_MM_CHUNK_K 64
 #define TL_MM_CHUNK_K_MIN 16
@@ -78,7 +80,7 @@ typedef struct tl_mm_run {
    * bf16 / int8 with a packed b below AMX (whose tiles want whole groups). A packed b is
    * narrowed to the exact valid rows and K: no padded copies of edge blocks */
   int edges;
-  /* f32, 3-16 rows of a against a row-major b from memory read in place (edges), from the AVX2
+  /* f32, 3-31 rows of a against a row-major b from memory read in place (edges), from the AVX2
    * level: N blocks of at most TL_MM_SWEEP_BN columns over the whole of K, which the AVX-512 dot
    * walks in sweeps of a few rows of b and the AVX2 dot stages in wide chunks (matmul.c) */
   int sweep;

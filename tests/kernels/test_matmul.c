@@ -663,10 +663,10 @@ static void test_stream(void) {
   check_case(&mi, 1, "int8 streamed b");
 }
 
-/* f32, 3-16 rows against a row-major b past half the L3, from the AVX2 level: the plan's N
+/* f32, 3-31 rows against a row-major b past half the L3, from the AVX2 level: the plan's N
  * blocks of at most TL_MM_SWEEP_BN columns, as many as a multiple of the threads, over the whole
  * of K, a and b in place, neither streamed nor split (tl_mm_run.sweep: the AVX-512 dot's
- * sweeping walk, the AVX2 dot's wide staging); not so for 1-2 or 17 rows, at the scalar level, or
+ * sweeping walk, the AVX2 dot's wide staging); not so for 1-2 or 32 rows, at the scalar level, or
  * a b within half the L3 (builds only, 1 and 2
  * threads). Against the reference at the top level with N not a multiple of a panel or window,
  * the epilogue with beta, and a budget that narrows the blocks. */
@@ -680,7 +680,7 @@ static void test_sweep(void) {
     tl_ctx *ctx;
     tl_ctx_opts opts = {.isa = g_isa, .threads = threads, .tune = -1};
     REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
-    static const int64_t ms[] = {2, 3, 9, 16, 17};
+    static const int64_t ms[] = {2, 3, 9, 16, 17, 31, 32};
     for (size_t i = 0; i < TL_ARRAY_LEN_T(ms); i++)
       for (int past = 0; past <= 1; past++)
         for (int wide = 0; wide <= 1; wide++) {
@@ -694,7 +694,7 @@ static void test_sweep(void) {
           CHECK(st == TL_OK, "[%s] prepare f32 %lldx%lldx%lld: %s", g_isa, (long long)m, (long long)n, (long long)k,
                 tl_ctx_error(ctx));
           if (st != TL_OK) continue;
-          const int want = vec && past && m >= 3 && m <= 16;
+          const int want = vec && past && m >= 3 && m <= 31;
           const int64_t BN = bd.run.BN, nb = TL_CDIV(n, BN);
           CHECK(bd.run.sweep == want, "[%s] f32 %lldx%lldx%lld (b %s half the L3), %d thread(s): sweep %d, expected %d", g_isa,
                 (long long)m, (long long)n, (long long)k, past ? "past" : "within", threads, bd.run.sweep, want);
@@ -708,7 +708,7 @@ static void test_sweep(void) {
     tl_ctx_free(ctx);
   }
   if (!vec || (!g_top && info.isa != TL_ISA_AVX2)) return; /* the top level, and AVX2's dot */
-  static const int64_t rs[][2] = {{3, 1100}, {9, 1100}, {16, 1009}};
+  static const int64_t rs[][2] = {{3, 1100}, {9, 1100}, {16, 1009}, {27, 1100}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
     mm_case mc = plain(TL_F32, TL_F32, TL_F32, rs[i][0], rs[i][1], kp * 1100 / rs[i][1] + 1);
     check_case(&mc, 0, "f32 swept b");

@@ -351,11 +351,11 @@ static void test_random_cases(void) {
                         .bkind = B_ROW, .pad_a = m, .pad_b = 5 * (m & 1), .pad_c = 2};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
-        /* 3-16 rows against a row-major b block past 1 MiB: the sweeping walk (windows of 512
-         * columns, the last one 76 or 77 wide: panels of 32 and 12-13 columns; k not a multiple
-         * of the 8 / 12 / 16 rows per sweep; n 25000 with k 13: one sweep, none prefetched; row
-         * gaps, both flags) */
-        static const int64_t msw[] = {3, 6, 8, 9, 13, 15, 16};
+        /* 3-31 rows against a row-major b block past 1 MiB: the sweeping walk (windows of 512
+         * columns, 256 past 16 rows, the last one 76-77 wide: panels of 32 and 12-13 columns; k
+         * not a multiple of the 8 / 12 / 16 rows per sweep; n 25000 with k 13: one sweep, none
+         * prefetched; row gaps, both flags) */
+        static const int64_t msw[] = {3, 6, 8, 9, 13, 15, 16, 20, 31};
         for (size_t mi = 0; mi < sizeof msw / sizeof msw[0]; mi++) {
           const int64_t m = msw[mi];
           dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = mi == 1 ? 25000 : 1100 + (m & 1), .k = mi == 1 ? 13 : 261 + 2 * m,

@@ -7,7 +7,7 @@
  * f32 (and bf16 x bf16 -> f32 through tl_a5_dot_bf16, any accepted b; 8-bit integers through
  * dot_avx512_i8.c); a and acc row-major with unit column stride (any row stride). b: row-major with unit
  * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
- * TL_A5_STREAM_BYTES: the streaming kernel; 3-16 rows with such a block: the sweeping one; 1-4
+ * TL_A5_STREAM_BYTES: the streaming kernel; 3-31 rows with such a block: the sweeping one; 1-4
  * rows with at most 128 / 64 columns: the skinny one; else 32-column panels), and from any row count when the block
  * is at most TL_TILE_SMALL_B bytes and its panels stay in L1 (tl_tile_b_fits_l1); tiled in
  * 16-column tiles without interleave read in place (5-16 rows: one tile at a time in one pass,
@@ -51,8 +51,8 @@ typedef struct tl_a5_pf {
 #define TL_A5_PACK_M 32
 /* Rows of a packed at a time (a multiple of TL_A5_MR): 64 KiB of stack with TL_A5_KC. */
 #define TL_A5_MC 128
-/* A b block (in place, 1-16 rows of acc) beyond this many bytes comes from memory: it is walked
- * in row order (1-2 rows: tl_a5_stream; 3-16: tl_a5_sweep); a smaller one, in the caches, in
+/* A b block (in place, 1-31 rows of acc) beyond this many bytes comes from memory: it is walked
+ * in row order (1-2 rows: tl_a5_stream; 3-31: tl_a5_sweep); a smaller one, in the caches, in
  * panels. */
 #define TL_A5_STREAM_BYTES ((int64_t)1 << 20)
 
@@ -373,11 +373,11 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
   }
 }
 
-/* The sweeping kernel (3-16 rows of acc, a row-major b block from memory read in place): the
- * block's columns in windows of TL_A5_SWEEP_N, each accumulated in buf (rows TL_A5_SWEEP_N + 16
- * floats apart, off the 4 KiB alias that c's rows may share) over sweeps of tl_a5_sweep_rows(m)
- * rows of b: a packed for the sweep, then the 32-column panels of the window, each prefetching
- * the same columns of the next sweep's rows into L2. b is read as that many runs of whole lines
+/* The sweeping kernel (3-31 rows of acc, a row-major b block from memory read in place): the
+ * block's columns in windows of TL_A5_SWEEP_N (half that past 16 rows), each accumulated in buf
+ * (rows 16 floats more apart, off the 4 KiB alias that c's rows may share) over sweeps of
+ * tl_a5_sweep_rows(m) rows of b: a packed for the sweep, then the 32-column panels of the
+ * window, each prefetching the same columns of the next sweep's rows into L2. b is read as that many runs of whole lines
  * side by side (a window's share of each row), each line once from memory, where the panels
  * read a panel's 128 bytes of every row of the block, a row stride apart (`tilec bench gemm
  * --threads 2 --dtype f32 --peers none`, Zen 5 VM, 3-5 rounds alternating, medians, ms, with
@@ -387,19 +387,21 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
  * core, b warm, 177 -> 214 us). The rows per sweep: 8 rows of b alias one L1 set at a 4 KiB
  * multiple of a row stride and stay there for the second row block of acc; more rows of b save
  * loads and stores of acc (16 rows of acc: 8 per sweep 2.11 ms, 12 1.89, 16 1.84, 24 1.92; 8
- * rows: 4 1.75, 8 1.23, 12 1.47, 16 1.60; 14 rows: 8 1.82, 12 1.78, 16 1.89). Each acc(i, j)
- * is still one sum in increasing k (stored and reloaded exactly between sweeps). buf holds
- * TL_A5_SWEEP_BUF floats. */
+ * rows: 4 1.75, 8 1.23, 12 1.47, 16 1.60; 14 rows: 8 1.82, 12 1.78, 16 1.89; 24 rows: 8 3.10,
+ * 12 2.85, 16 2.71). 17-31 rows since the same day, 256-column windows (before, 32-column panels
+ * down the block: 17x4096x4096 2.92 -> 2.47 ms, 24 rows 3.31 -> 2.71, 31 rows 3.90 -> 3.69,
+ * 24x11008x4096 7.92 -> 6.34). Each acc(i, j) is still one sum in increasing k (stored and
+ * reloaded exactly between sweeps). buf holds TL_A5_SWEEP_BUF floats. */
 #define TL_A5_SWEEP_N 512
-#define TL_A5_SWEEP_BUF (16 * 16 + 16 * (TL_A5_SWEEP_N + 16))
+#define TL_A5_SWEEP_BUF (32 * 16 + TL_MAX(16 * (TL_A5_SWEEP_N + 16), 31 * (TL_A5_SWEEP_N / 2 + 16)))
 static inline int64_t tl_a5_sweep_rows(int64_t m) { return m <= 8 ? 8 : m <= 14 ? 12 : 16; }
 
 static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float *c, int64_t ldc, int accum, int64_t pq, float *buf) {
-  const int64_t g = tl_a5_sweep_rows(m), ldw = TL_A5_SWEEP_N + 16;
-  float *ap = buf, *w = buf + 16 * 16; /* a's sweep (two row blocks of 8 x g), the window */
-  for (int64_t j0 = 0; j0 < n; j0 += TL_A5_SWEEP_N) {
-    const int64_t nw = TL_MIN(TL_A5_SWEEP_N, n - j0);
+  const int64_t g = tl_a5_sweep_rows(m), win = m <= 16 ? TL_A5_SWEEP_N : TL_A5_SWEEP_N / 2, ldw = win + 16;
+  float *ap = buf, *w = buf + 32 * 16; /* a's sweep (up to four row blocks of 8 x g), the window */
+  for (int64_t j0 = 0; j0 < n; j0 += win) {
+    const int64_t nw = TL_MIN(win, n - j0);
     if (accum)
       for (int64_t i = 0; i < m; i++) memcpy(w + i * ldw, c + i * ldc + j0, (size_t)nw * 4);
     for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
@@ -596,8 +598,8 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
       else tl_a5_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
-    /* 3-16 rows, a b block from memory: the sweeping walk */
-    if (m <= 16 && n * kk * 4 > TL_A5_STREAM_BYTES) {
+    /* 3-31 rows (below TL_A5_PACK_M), a b block from memory: the sweeping walk */
+    if (n * kk * 4 > TL_A5_STREAM_BYTES) {
       tl_a5_sweep(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum, pq, abuf);
       return 1;
     }
