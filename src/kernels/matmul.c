@@ -271,8 +271,10 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
   }
   const int64_t want = 2 * (int64_t)info->threads;
   if (bd->run.sweep) { /* b read in place over the whole of K, N blocks of the dot's window */
-    /* as many blocks of at most TL_MM_SWEEP_BN as a multiple of the threads: each thread one run
-     * of them, wide ones (f32 5x1000x8192, 2 threads: 2 blocks of 512 0.85 ms, 4 of 256 1.01) */
+    /* blocks of at most TL_MM_SWEEP_BN, their count (with the batch's) rounded up to a multiple
+     * of the threads where N's 32-column units allow: each thread one run of wide blocks (f32
+     * 5x1000x8192, 2 threads: 2 blocks of 512 0.85 ms, 4 of 256 1.01). The build takes the sweep
+     * only with at least one 32-column block per thread (M is never split here) */
     const int64_t T = TL_MAX(1, (int64_t)info->threads), nb = TL_CDIV(TL_CDIV(inner * TL_CDIV(N, TL_MM_SWEEP_BN), T) * T, inner);
     BN = TL_MIN(tl_mm_round_up(TL_CDIV(N, nb), 32), tl_mm_round_up(N, 16));
     BK = K;
@@ -470,7 +472,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
    * bytes of each row of b a row stride apart, and the AVX2 dot 3-6 rows the same way in
    * 16-column panels, unprefetched (2.5-2.8x slower than now; 7-16 rows even). */
   r->sweep = da == TL_F32 && !r->packed && r->edges && bd->M >= 3 && bd->M <= TL_MM_SWEEP_M &&
-             info.isa >= TL_ISA_AVX2 && bd->K * bd->N * 4 > tl_kernels_l3_bytes(&info) / 2;
+             info.isa >= TL_ISA_AVX2 && bd->K * bd->N * 4 > tl_kernels_l3_bytes(&info) / 2 &&
+             inner * TL_CDIV(bd->N, 32) >= info.threads;
   /* bf16 / int8 b is staged in the VNNI layout, except for few rows of a (a memory-bound
    * product, where staging would cost as much as the product) with b's columns at unit stride:
    * the AVX512-BF16 / VNNI dot reads row-major b then, building its pairs / quads in registers.

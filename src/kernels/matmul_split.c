@@ -48,7 +48,8 @@ static int64_t tl_mm_chunk_ld(int64_t N, int64_t es) {
  * read such a copy well: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm; at the
  * amx level up to 15 rows, which the AMX dot leaves to them). f32 on AVX-512 measured no faster
  * so (16x4096x4096 2.5-2.6 ms either way; 32-row chunks copied into 16-column tiles for the
- * one-pass tile kernel: 3.9-4.1), and keeps its 32-column panels over b in place. */
+ * one-pass tile kernel: 3.9-4.1), and keeps the N split, with its own walk over b in place
+ * (tl_mm_run.sweep, matmul.c). */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   const int64_t S = info->threads, M = bd->M;
   const tl_dtype da = a->dtype;

@@ -13,6 +13,9 @@
  * and a staged kernel whose b BlockSpec asks for the vnni layouts. The AMX path runs at its level
  * only where the CPU has AMX; test_amx_emulated also runs it everywhere over an emulation of
  * the tile registers (amx_emu.h). */
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "amx_emu.h"
 #include "runtime/plan_impl.h"
 #include "tile_test_util.h"
@@ -353,8 +356,8 @@ static void test_random_cases(void) {
         }
         /* 3-31 rows against a row-major b block past 1 MiB: the sweeping walk (windows of 512
          * columns, 256 past 16 rows, the last one 76-77 wide: panels of 32 and 12-13 columns; k
-         * not a multiple of the 8 / 12 / 16 rows per sweep; n 25000 with k 13: one sweep, none
-         * prefetched; row gaps, both flags) */
+         * not a multiple of the 8 / 12 / 16 rows per sweep; n 25000 with k 13: a sweep of 8 and
+         * one of 5, neither prefetched; row gaps, both flags) */
         static const int64_t msw[] = {3, 6, 8, 9, 13, 15, 16, 20, 31};
         for (size_t mi = 0; mi < sizeof msw / sizeof msw[0]; mi++) {
           const int64_t m = msw[mi];
@@ -405,6 +408,68 @@ static void test_random_cases(void) {
       }
     }
     tl_ctx_free(ctx);
+  }
+}
+
+/* f32 b row-major and contiguous, its last element the last of a page followed by an
+ * inaccessible one (PROT_NONE): the walks that read b from memory (past 1 MiB: 1-2 rows
+ * streamed, 3-31 rows swept on AVX-512 and staged wide on AVX2) and the panels read nothing
+ * past it, at the N edge too (n 1000 and 1009: last panels of 8 and 17 columns), at every level,
+ * each level's own dot called directly; against a float64 reference. */
+static void test_b_guard(void) {
+  const long pg = sysconf(_SC_PAGESIZE);
+  static const int64_t ns[] = {1000, 1009}, ms[] = {1, 2, 3, 6, 9, 20, 31};
+  const int64_t k = 300;
+  test_rng rng = {0x5EEDull};
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+    const int64_t n = ns[ni];
+    const size_t bytes = (size_t)(k * n * 4), span = (bytes + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+    char *map = mmap(NULL, span + (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(map != MAP_FAILED, "mmap of %zu bytes", span + (size_t)pg);
+    REQUIRE(mprotect(map + span, (size_t)pg, PROT_NONE) == 0, "mprotect of the guard page");
+    float *bp = (float *)(map + span - bytes);
+    for (int64_t i = 0; i < k * n; i++) bp[i] = (float)test_rng_uniform(&rng, -1, 1);
+    tl_ref b;
+    memset(&b, 0, sizeof b);
+    b.data = bp, b.dtype = TL_F32, b.ndim = 2;
+    b.shape[0] = b.valid[0] = k, b.shape[1] = b.valid[1] = n, b.stride[0] = n, b.stride[1] = 1;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+      const int64_t m = ms[mi];
+      tbuf a = tb_rm2(TL_F32, m, k, 0), acc = tb_rm2(TL_F32, m, n, 0);
+      float *pa = (float *)a.r.data;
+      for (int64_t i = 0; i < m * k; i++) pa[i] = (float)test_rng_uniform(&rng, -1, 1);
+      double *ref = malloc(sizeof(double) * (size_t)(m * n));
+      REQUIRE(ref != NULL, "reference");
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+          double t = 0;
+          for (int64_t q = 0; q < k; q++) t += (double)pa[i * k + q] * bp[q * n + j];
+          ref[i * n + j] = t;
+        }
+      for (int isa = TL_ISA_SCALAR; isa < TL_ISA_AMX; isa++) {
+        tl_ctx *ctx = ctx_at((tl_isa)isa);
+        if (!ctx) continue;
+        const tl_tile_impl *impl = tl_tile_impl_at((tl_isa)isa);
+        if (impl && impl->dot) {
+          memset(acc.mem, POISON, (size_t)acc.nelem * 4);
+          const int took = impl->dot(&acc.r, &a.r, &b, 0);
+          double num = 0, den = 0;
+          const float *pc = (const float *)acc.r.data;
+          for (int64_t i = 0; i < m * n; i++) {
+            const double d = (double)pc[i] - ref[i];
+            num += d * d, den += ref[i] * ref[i];
+          }
+          CHECK(!took || (num == num && sqrt(num / den) <= 1e-6 * sqrt((double)k + 1)),
+                "%s: f32 %lldx%lldx%lld, b against a guard page: error %.3g", level_names[isa], (long long)m,
+                (long long)n, (long long)k, sqrt(num / den));
+        }
+        tl_ctx_free(ctx);
+      }
+      free(ref);
+      tb_free(&a);
+      tb_free(&acc);
+    }
+    munmap(map, span + (size_t)pg);
   }
 }
 
@@ -807,6 +872,7 @@ static void test_amx_emulator_rules(void) {
 int main(void) {
   RUN(test_random_cases);
   RUN(test_empty_k);
+  RUN(test_b_guard);
   RUN(test_nan_inf);
   RUN(test_bf16_denormal);
   RUN(test_packers);

@@ -189,8 +189,8 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
   }
 }
 
-/* Row-major b against more than one row block of acc (unless small: tl_tile_b_fits_l1) is
- * staged TL_A2_SW columns x TL_A2_WKC rows at a time (32 KiB, L1-resident): each row of b is read
+/* Row-major b against more than one row block of acc (unless small: tl_tile_b_fits_l1), or
+ * against one of 3-6 rows with a block past TL_A2_STREAM_BYTES, is staged TL_A2_SW columns x TL_A2_WKC rows at a time (32 KiB, L1-resident): each row of b is read
  * as one run of TL_A2_SW floats (16 lines of 64 bytes) into the 16-column panels that the row
  * blocks then share, with the rows TL_A2_SPF ahead prefetched (rows a row stride apart, each on
  * its own page, which the hardware's prefetchers do not cross), and the first row block of each

@@ -380,8 +380,9 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
  * window, each prefetching the same columns of the next sweep's rows into L2. b is read as that many runs of whole lines
  * side by side (a window's share of each row), each line once from memory, where the panels
  * read a panel's 128 bytes of every row of the block, a row stride apart (`tilec bench gemm
- * --threads 2 --dtype f32 --peers none`, Zen 5 VM, 3-5 rounds alternating, medians, ms, with
- * tl_matmul's blocks for it: 3x4096x4096 1.92 -> 1.24-1.28, 4 rows 2.07 -> 1.32, 8 rows 2.19 ->
+ * --threads 2 --dtype f32 --peers none`, Zen 5 VM, environment toggles in one build, 3-5 rounds
+ * alternating, medians, ms, with tl_matmul's blocks for it; docs/matmul.md has the builds
+ * against each other, which this noisy VM put 5-20% apart from these: 3x4096x4096 1.92 -> 1.24-1.28, 4 rows 2.07 -> 1.32, 8 rows 2.19 ->
  * 1.21-1.23, 12 rows 2.43 -> 1.60, 16 rows 2.51-2.74 -> 1.84-1.96, 8x11008x4096 5.42 -> 4.31-4.45,
  * 16x4096x11008 7.93 -> 5.44; in the caches it is slower than the panels: 16x1024x1024 with one
  * core, b warm, 177 -> 214 us). The rows per sweep: 8 rows of b alias one L1 set at a 4 KiB
@@ -393,13 +394,16 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
  * 24x11008x4096 7.92 -> 6.34). Each acc(i, j) is still one sum in increasing k (stored and
  * reloaded exactly between sweeps). buf holds TL_A5_SWEEP_BUF floats. */
 #define TL_A5_SWEEP_N 512
-#define TL_A5_SWEEP_BUF (32 * 16 + TL_MAX(16 * (TL_A5_SWEEP_N + 16), 31 * (TL_A5_SWEEP_N / 2 + 16)))
-static inline int64_t tl_a5_sweep_rows(int64_t m) { return m <= 8 ? 8 : m <= 14 ? 12 : 16; }
+#define TL_A5_SWEEP_G 16 /* the most rows of b per sweep */
+#define TL_A5_SWEEP_BUF (32 * TL_A5_SWEEP_G + TL_MAX(16 * (TL_A5_SWEEP_N + 16), 31 * (TL_A5_SWEEP_N / 2 + 16)))
+static inline int64_t tl_a5_sweep_rows(int64_t m) { return m <= 8 ? 8 : m <= 14 ? 12 : TL_A5_SWEEP_G; }
+/* (the sweep takes in-place blocks past TL_A5_STREAM_BYTES: from 32 rows only small ones are) */
+_Static_assert(TL_TILE_SMALL_B <= TL_A5_STREAM_BYTES, "the sweep sees at most 31 rows");
 
 static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, int64_t ldb,
                         float *c, int64_t ldc, int accum, int64_t pq, float *buf) {
   const int64_t g = tl_a5_sweep_rows(m), win = m <= 16 ? TL_A5_SWEEP_N : TL_A5_SWEEP_N / 2, ldw = win + 16;
-  float *ap = buf, *w = buf + 32 * 16; /* a's sweep (up to four row blocks of 8 x g), the window */
+  float *ap = buf, *w = buf + 32 * TL_A5_SWEEP_G; /* a's sweep (up to four row blocks of 8 x g), the window */
   for (int64_t j0 = 0; j0 < n; j0 += win) {
     const int64_t nw = TL_MIN(win, n - j0);
     if (accum)
@@ -412,8 +416,14 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
       for (int64_t jj = 0, nr; jj < nw; jj += nr) {
         nr = TL_MIN(TL_A5_NR, nw - jj);
         const tl_a5_pf pf = {(const char *)(bk + kc * ldb + jj), ldb * 4, 64, 127, 1};
-        tl_a5_panel(m, nr, kc, TL_A5_PACKED, ap, 0, bk + jj, ldb, 16, w + jj, ldw, accum || k0 > 0, next ? &pf : NULL,
-                    pq);
+        /* a whole panel's rows are whole vectors (a packed); the N edge's, masked loads (a read in
+         * place), which read nothing past b's last column */
+        if (nr == TL_A5_NR)
+          tl_a5_panel(m, nr, kc, TL_A5_PACKED, ap, 0, bk + jj, ldb, 16, w + jj, ldw, accum || k0 > 0, next ? &pf : NULL,
+                      pq);
+        else
+          tl_a5_panel(m, nr, kc, TL_A5_ROWS, a + k0, lda, bk + jj, ldb, 16, w + jj, ldw, accum || k0 > 0,
+                      next ? &pf : NULL, pq);
       }
     }
     for (int64_t i = 0; i < m; i++) memcpy(c + i * ldc + j0, w + i * ldw, (size_t)nw * 4);
@@ -587,9 +597,10 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
   _Static_assert(TL_A5_SWEEP_BUF <= sizeof abuf / sizeof abuf[0], "the sweep's buffer fits abuf");
   if (in_place) { /* b in place */
     const float *pb = (const float *)b->data;
-    /* 1-2 rows, a b block from memory: the streaming walk. 1-4 rows whose b rows fit one skinny
-     * panel (b read as one contiguous run when its row stride is n): the skinny kernel. Any other
-     * b goes through the 32-column panels, whose next-panel prefetches hide the row stride:
+    /* 1-2 rows, a b block from memory: the streaming walk; 3-31 rows: the sweeping one. 1-4 rows
+     * whose b rows fit one skinny panel (b read as one contiguous run when its row stride is n):
+     * the skinny kernel. Any other b goes through the 32-column panels, whose next-panel
+     * prefetches hide the row stride:
      * measured at 2 threads, f32 4x4096x4096 3.3-4.7 -> 1.5-1.8 ms (streamed 4 rows at a time),
      * 4x1024x1024 200 -> 115 us and 1x1024x1024 175 -> 135 us (skinny 64 / 128-column panels);
      * 2x64x4096 stays skinny (48 us; panels 65) */
@@ -600,7 +611,9 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
     }
     /* 3-31 rows (below TL_A5_PACK_M), a b block from memory: the sweeping walk */
     if (n * kk * 4 > TL_A5_STREAM_BYTES) {
-      tl_a5_sweep(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum, pq, abuf);
+      /* the queued prefetches spread over its panel calls (a row block each) */
+      const int64_t sq = TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_CDIV(kk, tl_a5_sweep_rows(m));
+      tl_a5_sweep(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum, pending ? TL_CDIV(pending, sq) : 0, abuf);
       return 1;
     }
     if (m <= 4 && n <= (m <= 2 ? 128 : 64)) {
