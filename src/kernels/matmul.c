@@ -275,7 +275,8 @@ static void tl_mm_config(const tl_ctx_info *info, tl_mm_build *bd, int64_t inner
      * of the threads where N's 32-column units allow: each thread one run of wide blocks (f32
      * 5x1000x8192, 2 threads: 2 blocks of 512 0.85 ms, 4 of 256 1.01). The build takes the sweep
      * only with at least one 32-column block per thread (M is never split here) */
-    const int64_t T = TL_MAX(1, (int64_t)info->threads), nb = TL_CDIV(TL_CDIV(inner * TL_CDIV(N, TL_MM_SWEEP_BN), T) * T, inner);
+    const int64_t T = TL_MAX(1, (int64_t)info->threads);
+    const int64_t nb = TL_CDIV(TL_CDIV(inner * TL_CDIV(N, TL_MM_SWEEP_BN), T) * T, inner);
     BN = TL_MIN(tl_mm_round_up(TL_CDIV(N, nb), 32), tl_mm_round_up(N, 16));
     BK = K;
     /* a and b are never staged; c, the residual and the scratch blocks are M rows of BN */

@@ -189,23 +189,23 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
   }
 }
 
-/* Row-major b against more than one row block of acc (unless small: tl_tile_b_fits_l1), or
- * against one of 3-6 rows with a block past TL_A2_STREAM_BYTES, is staged TL_A2_SW columns x TL_A2_WKC rows at a time (32 KiB, L1-resident): each row of b is read
- * as one run of TL_A2_SW floats (16 lines of 64 bytes) into the 16-column panels that the row
- * blocks then share, with the rows TL_A2_SPF ahead prefetched (rows a row stride apart, each on
- * its own page, which the hardware's prefetchers do not cross), and the first row block of each
- * panel prefetches the next chunk's 16 columns, a row per k. Read in place, every row block
- * walked the panel again a row stride apart, on lines that share L1 and L2 sets for
- * power-of-two strides. Measured (`TILEC_ISA=avx2 tilec bench gemm --threads 2 --dtype f32
- * --peers none`, Zen 5 VM, 2 rounds): in place 16x4096x4096 7.8 ms, 8x4096x4096 6.9,
- * 16x4096x11008 20.9, 128x4096x4096 25.9; staged 128 x 128 at a time 3.9-4.1, 3.2-3.3, 11.0,
- * 19.1; 256 x 32 at a time 3.05, 2.2-2.4, 8.4-8.5, 19.4 (64 x 1024 x 1024 unchanged: 0.63 ms).
- * Chunks of 256 x 16 (8 rows 2.1-2.2 ms) made 128 rows slower (23.1-23.7: acc reloaded every 16
- * k), 512 x 16, 128 x 32, 256 x 48 and 256 x 64 were slower at 16 rows (3.2-3.4, 3.4-3.5,
+/* Row-major b against more than one row block of acc (unless small: tl_tile_b_fits_l1), or against
+ * one of 3-6 rows with a block past TL_A2_STREAM_BYTES, is staged TL_A2_SW columns x TL_A2_WKC rows
+ * at a time (32 KiB, L1-resident): each row of b is read as one run of TL_A2_SW floats (16 lines of
+ * 64 bytes) into the 16-column panels that the row blocks then share, with the rows TL_A2_SPF ahead
+ * prefetched (rows a row stride apart, each on its own page, which the hardware's prefetchers do
+ * not cross), and the first row block of each panel prefetches the next chunk's 16 columns, a row
+ * per k. Read in place, every row block walked the panel again a row stride apart, on lines that
+ * share L1 and L2 sets for power-of-two strides. Measured (`TILEC_ISA=avx2 tilec bench gemm
+ * --threads 2 --dtype f32 --peers none`, Zen 5 VM, 2 rounds): in place 16x4096x4096 7.8 ms,
+ * 8x4096x4096 6.9, 16x4096x11008 20.9, 128x4096x4096 25.9; staged 128 x 128 at a time 3.9-4.1,
+ * 3.2-3.3, 11.0, 19.1; 256 x 32 at a time 3.05, 2.2-2.4, 8.4-8.5, 19.4 (64 x 1024 x 1024 unchanged:
+ * 0.63 ms). Chunks of 256 x 16 (8 rows 2.1-2.2 ms) made 128 rows slower (23.1-23.7: acc reloaded
+ * every 16 k), 512 x 16, 128 x 32, 256 x 48 and 256 x 64 were slower at 16 rows (3.2-3.4, 3.4-3.5,
  * 3.3-3.4, 4.0); double-buffered staging interleaved with the row blocks gained nothing. Both
  * prefetches pay, though they reach the same rows (environment toggles, 3 rounds, 16x4096x4096 /
- * 16x4096x11008 / 8x4096x4096 ms): both 3.0-3.2 / 8.2-8.6 / 2.2-2.4; without the kernel's 4.0-4.1
- * / 11.0-11.2 / 3.1-3.2; without the staging's 3.5 / 10.3-10.4 / 2.8-2.9. */
+ * 16x4096x11008 / 8x4096x4096 ms): both 3.0-3.2 / 8.2-8.6 / 2.2-2.4; without the kernel's 4.0-4.1 /
+ * 11.0-11.2 / 3.1-3.2; without the staging's 3.5 / 10.3-10.4 / 2.8-2.9. */
 #define TL_A2_SW 256
 #define TL_A2_WKC 32
 #define TL_A2_SPF 32

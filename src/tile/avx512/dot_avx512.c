@@ -376,22 +376,22 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
 /* The sweeping kernel (3-31 rows of acc, a row-major b block from memory read in place): the
  * block's columns in windows of TL_A5_SWEEP_N (half that past 16 rows), each accumulated in buf
  * (rows 16 floats more apart, off the 4 KiB alias that c's rows may share) over sweeps of
- * tl_a5_sweep_rows(m) rows of b: a packed for the sweep, then the 32-column panels of the
- * window, each prefetching the same columns of the next sweep's rows into L2. b is read as that many runs of whole lines
- * side by side (a window's share of each row), each line once from memory, where the panels
- * read a panel's 128 bytes of every row of the block, a row stride apart (`tilec bench gemm
+ * tl_a5_sweep_rows(m) rows of b: a packed for the sweep, then the 32-column panels of the window,
+ * each prefetching the same columns of the next sweep's rows into L2. b is read as that many runs
+ * of whole lines side by side (a window's share of each row), each line once from memory, where the
+ * panels read a panel's 128 bytes of every row of the block, a row stride apart (`tilec bench gemm
  * --threads 2 --dtype f32 --peers none`, Zen 5 VM, environment toggles in one build, 3-5 rounds
- * alternating, medians, ms, with tl_matmul's blocks for it; docs/matmul.md has the builds
- * against each other, which this noisy VM put 5-20% apart from these: 3x4096x4096 1.92 -> 1.24-1.28, 4 rows 2.07 -> 1.32, 8 rows 2.19 ->
- * 1.21-1.23, 12 rows 2.43 -> 1.60, 16 rows 2.51-2.74 -> 1.84-1.96, 8x11008x4096 5.42 -> 4.31-4.45,
- * 16x4096x11008 7.93 -> 5.44; in the caches it is slower than the panels: 16x1024x1024 with one
- * core, b warm, 177 -> 214 us). The rows per sweep: 8 rows of b alias one L1 set at a 4 KiB
- * multiple of a row stride and stay there for the second row block of acc; more rows of b save
- * loads and stores of acc (16 rows of acc: 8 per sweep 2.11 ms, 12 1.89, 16 1.84, 24 1.92; 8
- * rows: 4 1.75, 8 1.23, 12 1.47, 16 1.60; 14 rows: 8 1.82, 12 1.78, 16 1.89; 24 rows: 8 3.10,
- * 12 2.85, 16 2.71). 17-31 rows since the same day, 256-column windows (before, 32-column panels
- * down the block: 17x4096x4096 2.92 -> 2.47 ms, 24 rows 3.31 -> 2.71, 31 rows 3.90 -> 3.69,
- * 24x11008x4096 7.92 -> 6.34). Each acc(i, j) is still one sum in increasing k (stored and
+ * alternating, medians, ms, with tl_matmul's blocks for it; docs/matmul.md has the builds against
+ * each other, which this noisy VM put 5-20% apart from these: 3x4096x4096 1.92 -> 1.24-1.28, 4 rows
+ * 2.07 -> 1.32, 8 rows 2.19 -> 1.21-1.23, 12 rows 2.43 -> 1.60, 16 rows 2.51-2.74 -> 1.84-1.96,
+ * 8x11008x4096 5.42 -> 4.31-4.45, 16x4096x11008 7.93 -> 5.44; in the caches it is slower than the
+ * panels: 16x1024x1024 with one core, b warm, 177 -> 214 us). The rows per sweep: 8 rows of b alias
+ * one L1 set at a 4 KiB multiple of a row stride and stay there for the second row block of acc;
+ * more rows of b save loads and stores of acc (16 rows of acc: 8 per sweep 2.11 ms, 12 1.89, 16
+ * 1.84, 24 1.92; 8 rows: 4 1.75, 8 1.23, 12 1.47, 16 1.60; 14 rows: 8 1.82, 12 1.78, 16 1.89; 24
+ * rows: 8 3.10, 12 2.85, 16 2.71). 17-31 rows since the same day, 256-column windows (before,
+ * 32-column panels down the block: 17x4096x4096 2.92 -> 2.47 ms, 24 rows 3.31 -> 2.71, 31 rows 3.90
+ * -> 3.69, 24x11008x4096 7.92 -> 6.34). Each acc(i, j) is still one sum in increasing k (stored and
  * reloaded exactly between sweeps). buf holds TL_A5_SWEEP_BUF floats. */
 #define TL_A5_SWEEP_N 512
 #define TL_A5_SWEEP_G 16 /* the most rows of b per sweep */
