@@ -450,7 +450,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     const int64_t lim = split_shape ? l3 / 16 : eighth ? l3 / 8 : l3 / 2;
     /* 3-16 rows where the K split will copy b in chunks (tl_mm_chunk_k; a tuner's candidate or
      * a tuned config never splits, so not with cfg) */
-    const int rows = bd->M <= TL_MM_STREAM_M || (!cfg && !r->packed && tl_mm_chunk_k(&info, bd, a, b) > 0);
+    int64_t nc;
+    const int rows = bd->M <= TL_MM_STREAM_M || (!cfg && !r->packed && tl_mm_chunk_k(&info, bd, a, b, &nc) > 0);
     r->stream = !r->packed && rows && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
   }

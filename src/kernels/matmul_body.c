@@ -132,25 +132,50 @@ static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, co
 #undef TL_MM_SUM_ROW
 
 /* The K split's first kernel for 3-16 rows (tl_mm_run.chunk_k): acc (+)= a @ b over the step's
- * K block, its rows of b copied r->chunk_k at a time into the scratch chunk (rows r->chunk_ld
- * bytes apart: whole runs of b's contiguous rows read in order, the copy's rows off the 4 KiB
- * alias that b's may be on) and multiplied from there; first: overwrite acc with the first
- * chunk's product. a and b are the valid extents, b with unit column stride. */
+ * K block, slice by slice of r->chunk_n columns, each slice's rows of b copied r->chunk_k at a
+ * time into the scratch chunk (rows r->chunk_ld bytes apart, off the 4 KiB alias that b's may be
+ * on) and multiplied from there into the slice's columns of acc; first: overwrite acc with the
+ * first chunk's product. a and b are the valid extents, b with unit column stride. While a
+ * chunk's product runs, the rows of the next chunk (the next slice's first, after a slice's
+ * last; the next step's first, after the step's last) are queued for the row-major dots to
+ * prefetch into L2 as they go (tl_prefetch_queue_rows; the split's specs queue nothing), so
+ * that memory is busy during the product and the copy reads from L2: `tilec bench gemm --threads
+ * 2 --dtype D --peers none`, against whole rows in chunks of 64 copied from memory, builds
+ * alternating, 6-8 rounds, medians (a noisy VM): see docs/matmul.md "K split". */
 static void tl_mm_chunks(const tl_prog *p, const tl_mm_run *r, const tl_ref *chunk, tl_ref *acc, const tl_ref *a,
                          const tl_ref *b, int first) {
   const int64_t es = (int64_t)tl_dtype_size(b->dtype), ea = (int64_t)tl_dtype_size(a->dtype);
-  const int64_t kv = b->valid[0], row = b->valid[1] * es;
-  for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += r->chunk_k) {
-    const int64_t kc = TL_MIN(r->chunk_k, kv - k0);
-    for (int64_t i = 0; i < kc; i++)
-      memcpy((char *)chunk->data + i * r->chunk_ld, (const char *)b->data + (k0 + i) * b->stride[0] * es, (size_t)row);
-    tl_ref bc = *b, ac = *a;
-    bc.data = chunk->data;
-    bc.shape[0] = bc.valid[0] = kc, bc.stride[0] = r->chunk_ld / es;
-    ac.data = (char *)a->data + k0 * a->stride[1] * ea;
-    ac.shape[1] = ac.valid[1] = kc;
-    tl_tile_dot(p, acc, &ac, &bc, first && k0 == 0 ? 0u : (unsigned)TL_DOT_ACCUMULATE);
-    if (kv == 0) break;
+  const int64_t ec = (int64_t)tl_dtype_size(acc->dtype), kv = b->valid[0], nv = b->valid[1], rs = b->stride[0] * es;
+  const int64_t ns = r->chunk_n;
+  for (int64_t j0 = 0; j0 < nv || j0 == 0; j0 += ns) {
+    const int64_t nc = TL_MIN(ns, nv - j0), row = nc * es;
+    const char *bj = (const char *)b->data + j0 * es;
+    for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += r->chunk_k) {
+      const int64_t kc = TL_MIN(r->chunk_k, kv - k0);
+      for (int64_t i = 0; i < kc; i++) memcpy((char *)chunk->data + i * r->chunk_ld, bj + (k0 + i) * rs, (size_t)row);
+      tl_prefetch_queue()->left = 0; /* what the last dot left of this chunk's lines: copied now */
+      if (k0 + kc < kv) {
+        tl_prefetch_queue_rows(bj + (k0 + kc) * rs, TL_MIN(r->chunk_k, kv - k0 - kc), row, rs);
+      } else if (j0 + nc < nv) {
+        tl_prefetch_queue_rows(bj + row, TL_MIN(r->chunk_k, kv), TL_MIN(ns, nv - j0 - nc) * es, rs);
+      } else if (tl_program_id(p, 1) + 1 < tl_num_programs(p, 1)) {
+        /* the next step (s, q + 1) is this thread's: K block S (q + 1) + s, S blocks on */
+        const int64_t S = tl_num_programs(p, 0), next = S * (tl_program_id(p, 1) + 1) + tl_program_id(p, 0);
+        const int64_t rows = TL_MIN(r->chunk_k, r->chunk_kall - next * r->BK);
+        tl_prefetch_queue_rows((const char *)b->data + S * r->BK * rs, rows, TL_MIN(ns, nv) * es, rs);
+      }
+      tl_ref bc = *b, ac = *a, cc = *acc;
+      bc.data = chunk->data;
+      bc.shape[0] = bc.valid[0] = kc, bc.stride[0] = r->chunk_ld / es;
+      bc.shape[1] = bc.valid[1] = nc;
+      cc.data = (char *)acc->data + j0 * acc->stride[1] * ec;
+      cc.shape[1] = cc.valid[1] = nc;
+      ac.data = (char *)a->data + k0 * a->stride[1] * ea;
+      ac.shape[1] = ac.valid[1] = kc;
+      tl_tile_dot(p, &cc, &ac, &bc, first && k0 == 0 ? 0u : (unsigned)TL_DOT_ACCUMULATE);
+      if (kv == 0) break;
+    }
+    if (nv == 0) break;
   }
 }
 

@@ -42,10 +42,12 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_BK_STREAM 1024
 /* 3 to TL_MM_CHUNK_M rows against such a b with contiguous rows (the K split's shapes, where
  * the vector dots have row-major kernels for them: tl_mm_chunk_k): each thread's K blocks are
- * copied TL_MM_CHUNK_K rows at a time (fewer when the rows are long: at least
- * TL_MM_CHUNK_K_MIN) into a VMEM scratch whose rows are off the 4 KiB alias, which the dot
- * reads (matmul_split.c). */
+ * copied a chunk at a time, TL_MM_CHUNK_KB bytes of each column (fewer rows when the K block is
+ * shorter) by a slice of the columns of at most a TL_MM_CHUNK_DIV-th of the VMEM budget, into a
+ * VMEM scratch whose rows are off the 4 KiB alias, which the dot reads (matmul_split.c). */
 #define TL_MM_CHUNK_M 16
+#define TL_MM_CHUNK_KB 256
+#define TL_MM_CHUNK_DIV 12
 /* The N block of a streamed b (tl_mm_config, before any budget shrinks it): one per thread,
  * whole 16-column tiles. tl_mm_chunk_k asks for at least 2 of them, as tl_mm_split_decide does. */
 static inline int64_t tl_mm_stream_bn(int64_t N, int threads) {
@@ -55,8 +57,6 @@ static inline int64_t tl_mm_stream_bn(int64_t N, int threads) {
  * from which it packs b), N blocks of at most TL_MM_SWEEP_BN columns. */
 #define TL_MM_SWEEP_M 31
 #define TL_MM_SWEEP_BN 512
-#define TL_MM_CHUNK_K 64
-#define TL_MM_CHUNK_K_MIN 16
 
 /* What the body reads (the kernel's user data). alpha and beta (and the packed base) are set
  * before each run, so they are not part of the plan's key. */
@@ -91,10 +91,12 @@ typedef struct tl_mm_run {
    * into its own partial row, no epilogue); sum = S in its second (the step sums the S partial
    * rows of its block, the a operand, instead of a dot; no b; then the epilogue) */
   int partial, sum;
-  /* the split's first kernel for 3-16 rows (tl_mm_chunk_k): chunk_k rows of the step's b block
-   * at a time copied into scratch ref ichunk (rows chunk_ld bytes apart, never a multiple of 4
-   * KiB), one dot per chunk; chunk_k 0: the dot reads b in place */
-  int64_t chunk_k, chunk_ld;
+  /* the split's first kernel for 3-16 rows (tl_mm_chunk_k): the step's b block walked in slices
+   * of chunk_n columns, chunk_k rows of a slice at a time copied into scratch ref ichunk (rows
+   * chunk_ld bytes apart, never a multiple of 4 KiB), one dot per chunk; chunk_k 0: the dot
+   * reads b in place; chunk_kall: K, all of b's rows (the next step's first chunk, which the
+   * last chunk's dot prefetches, may be short) */
+  int64_t chunk_k, chunk_n, chunk_ld, chunk_kall;
   int ichunk;
   int64_t BM, BN, BK;
 } tl_mm_run;
@@ -175,14 +177,15 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 /* 1 when b's geometry admits the K split on info's threads (2-64 threads, no batch, b's rows
  * contiguous); tl_mm_split_decide also needs b streamed. matmul_split.c. */
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
-/* The chunk (rows of b per copy, tl_mm_run.chunk_k) the K split's first kernel takes for M
- * rows of a (3..TL_MM_CHUNK_M) against b at info's ISA level, or 0 when it does not take that
- * path: a with unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread
- * and at least 2 N blocks, a row-major kernel for a's dtype at the level, TL_MM_CHUNK_K_MIN
- * rows of b in the VMEM budget and the M x N accumulator rows in half of it. matmul.c streams
- * b (tl_mm_run.stream) for such M only when this is nonzero, so that tl_mm_split_decide then
- * splits. */
-int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
+/* The chunk (rows of b per copy, tl_mm_run.chunk_k; its slice of columns in *nc,
+ * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of a (3..TL_MM_CHUNK_M)
+ * against b at info's ISA level, or 0 (*nc untouched) when it does not take that path: a with
+ * unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread and at least 2
+ * N blocks, a row-major kernel for a's dtype at the level, the chunk in half the VMEM budget and
+ * the M x N accumulator rows in half of it. matmul.c streams b (tl_mm_run.stream) for such M
+ * only when this is nonzero, so that tl_mm_split_decide then splits. */
+int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
+                      int64_t *nc);
 /* Sets bd->split and the first kernel (ks_*) when the K split applies (the heuristic's build,
  * after its config), else leaves split 0. */
 void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);

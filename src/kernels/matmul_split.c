@@ -39,36 +39,40 @@ static int64_t tl_mm_chunk_ld(int64_t N, int64_t es) {
  * one thread's share of each row is a short run a row stride apart (each row its own page),
  * and at a stride of a multiple of 4 KiB the lines the kernel walks down a panel share their L1
  * and L2 sets (`tilec_bench_tile_dot`: bf16 16 rows with b in L2, 302 GFLOP/s at rows 8 KiB
- * apart against 510 at 8 KiB + 128 bytes). Split over K instead, each thread reads whole rows,
- * contiguous, copied a chunk at a time into rows off the alias. Measured on a Zen 5 VM (2
+ * apart against 510 at 8 KiB + 128 bytes). Split over K instead, each thread reads runs of its
+ * own rows, copied a chunk at a time into rows off the alias. Measured on a Zen 5 VM (2
  * threads, `tilec bench gemm --dtype D --peers none`, the in-place N split against this, cold):
- * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_K rows, fewer when rows are long (the
- * scratch within 90% of the VMEM budget), at least TL_MM_CHUNK_K_MIN; each chunk loads and
- * stores the accumulator rows once, which must fit in half the budget beside it. The dots that
- * read such a copy well: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm; at the
- * amx level up to 15 rows, which the AMX dot leaves to them). f32 on AVX-512 measured no faster
- * so (16x4096x4096 2.5-2.6 ms either way; 32-row chunks copied into 16-column tiles for the
- * one-pass tile kernel: 3.9-4.1), and keeps the N split, with its own walk over b in place
+ * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_KB bytes of each column (bf16 128 rows,
+ * int8 256; the K block when shorter) by a slice of the columns, N cut into equal slices
+ * (whole 64 columns) of at most a TL_MM_CHUNK_DIV-th of the VMEM budget per chunk: the dot keeps
+ * each slice's accumulators over as many k as the chunk has, and the chunk, the next one being
+ * prefetched beside it (matmul_body.c) and the slice's accumulator rows stay in the caches. The
+ * dots that read such a copy well: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm;
+ * at the amx level up to 15 rows, which the AMX dot leaves to them). f32 on AVX-512 measured no
+ * faster so (16x4096x4096 2.5-2.6 ms either way; 32-row chunks copied into 16-column tiles for
+ * the one-pass tile kernel: 3.9-4.1), and keeps the N split, with its own walk over b in place
  * (tl_mm_run.sweep, matmul.c). */
-int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
-  const int64_t S = info->threads, M = bd->M;
+int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
+                      int64_t *nc) {
+  const int64_t S = info->threads, M = bd->M, N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);
   const tl_dtype da = a->dtype;
   int64_t bk;
   if (M <= TL_MM_STREAM_M || M > TL_MM_CHUNK_M || a->stride[a->ndim - 1] != 1 || !tl_mm_split_shape(info, bd, b) ||
-      !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(bd->N, tl_mm_stream_bn(bd->N, info->threads)) < 2)
+      !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(N, tl_mm_stream_bn(N, info->threads)) < 2)
     return 0;
   const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
   const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
                                  : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;
   if (!unit) return 0;
-  const int64_t ld = tl_mm_chunk_ld(bd->N, (int64_t)tl_dtype_size(b->dtype));
-  const int64_t fit = (int64_t)(info->vmem_bytes * 9 / 10) / ld / 8 * 8; /* whole pairs / quads */
-  const int64_t kc = TL_MIN(TL_MM_CHUNK_K, fit);
-  /* and the accumulator rows, loaded and stored once per chunk, in half the budget beside it:
-   * 16x11008x4096 (704 KiB of rows) measured against the N split bf16 3.56 -> 3.71 ms (5
-   * rounds, medians), int8 2.27 -> 2.09 (3 rounds, noisier); 8x11008x4096 (352 KiB) bf16 2.87
-   * -> 2.83 */
-  if (kc < TL_MM_CHUNK_K_MIN || M * bd->N * 4 > (int64_t)info->vmem_bytes / 2) return 0;
+  const int64_t kc = TL_MIN(bk, TL_MM_CHUNK_KB / es); /* (bk: a multiple of 64, whole pairs / quads) */
+  const int64_t widest = TL_MAX(64, (int64_t)info->vmem_bytes / TL_MM_CHUNK_DIV / (kc * es) / 64 * 64);
+  *nc = TL_MIN(N, TL_CDIV(TL_CDIV(N, TL_CDIV(N, widest)), 64) * 64);
+  /* within half the budget (a small one: 64 columns may be more than the twelfth); and the M x
+   * N accumulator rows in half the budget too, else the N split: 16x11008x4096 (704 KiB of
+   * rows) measured slower split, bf16 5.13 -> 6.50 ms with these chunks (6 rounds, medians), int8
+   * even (2.93 -> 3.03); with the earlier whole-row chunks of 64 rows bf16 3.56 -> 3.71, int8
+   * 2.27 -> 2.09 */
+  if (kc * tl_mm_chunk_ld(*nc, es) > (int64_t)info->vmem_bytes / 2 || M * N * 4 > (int64_t)info->vmem_bytes / 2) return 0;
   return kc;
 }
 
@@ -89,7 +93,8 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   int64_t bk = 0;
   const int64_t nb = tl_mm_split_blocks(K, S, &bk);
   if (nb < S) return;
-  const int64_t kc = bd->M > TL_MM_STREAM_M ? tl_mm_chunk_k(info, bd, a, b) : 0;
+  int64_t nc = 0;
+  const int64_t kc = bd->M > TL_MM_STREAM_M ? tl_mm_chunk_k(info, bd, a, b, &nc) : 0;
   bd->split = (int)S;
   tl_mm_run *kr = &bd->ks_run;
   *kr = *r;
@@ -97,7 +102,7 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   kr->ia = 0, kr->ib = 1, kr->ic = 2, kr->iacc = kr->icvt = kr->itmp = kr->ibias = kr->isa = kr->isb = kr->ires = -1;
   kr->alpha = 1.0f, kr->beta = 0.0f, kr->act = TL_ACT_NONE;
   kr->BM = bd->M, kr->BN = N, kr->BK = bk;
-  kr->chunk_k = kc, kr->chunk_ld = 0, kr->ichunk = -1;
+  kr->chunk_k = kc, kr->chunk_n = nc, kr->chunk_ld = 0, kr->chunk_kall = K, kr->ichunk = -1;
   const tl_dtype acc_dt = a->dtype == TL_I8 || a->dtype == TL_U8 ? TL_I32 : TL_F32;
   kr->c_dt = acc_dt, kr->int_out = acc_dt == TL_I32;
   snprintf(bd->ks_map[0], sizeof bd->ks_map[0], "s, q -> 0, 0, %lld*q + s", (long long)S);
@@ -115,7 +120,7 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   if (kc > 0) {
     /* the chunk in VMEM, the only buffer: a (unit column stride, tl_mm_chunk_k) and the partial
      * rows are read and accumulated in place */
-    kr->chunk_ld = tl_mm_chunk_ld(N, (int64_t)tl_dtype_size(b->dtype));
+    kr->chunk_ld = tl_mm_chunk_ld(nc, (int64_t)tl_dtype_size(b->dtype));
     kr->ichunk = 3;
     bd->ks_scr[0] = (tl_scratch){.dtype = TL_U8, .ndim = 2, .shape = {kc, kr->chunk_ld}};
     bd->ks.n_scratch = 1;

@@ -455,22 +455,30 @@ static void tl_prefetch_next(const tl_wstate *st, const tl_plan *pl, const int64
       int64_t off = tl_slab_src(o, bi, valid, s);
       if (off < 0) continue;
       const char *p0 = (const char *)o->t.data + off * (int64_t)o->esize;
-      const int64_t len = ((rc.cols - 1) * rc.cs + 1) * (int64_t)o->esize, rs = rc.rs * (int64_t)o->esize;
-      /* each row from the line holding its first byte to the one holding its last (rows whose
-       * stride is not a multiple of 64 bytes start at different offsets in their lines) */
-      if (rc.rows > 0 && len > 0 && q->n < TL_PFQ_REGIONS) {
-        q->reg[q->n].p = p0, q->reg[q->n].rows = rc.rows, q->reg[q->n].len = len;
-        q->reg[q->n++].rs = rs;
-        if (rs % 64 == 0) q->left += rc.rows * (((int64_t)((uintptr_t)p0 & 63) + len + 63) / 64);
-        else
-          for (int64_t r = 0; r < rc.rows; r++) q->left += ((int64_t)((uintptr_t)(p0 + r * rs) & 63) + len + 63) / 64;
-        continue;
-      }
-      for (int64_t r = 0; r < rc.rows; r++) {
-        const char *row = p0 + r * rs - ((uintptr_t)(p0 + r * rs) & 63);
-        for (int64_t b = 0; b < (p0 + r * rs - row) + len; b += 64) __builtin_prefetch(row + b, 0, 3);
-      }
+      tl_prefetch_queue_rows(p0, rc.rows, ((rc.cols - 1) * rc.cs + 1) * (int64_t)o->esize, rc.rs * (int64_t)o->esize);
     }
+  }
+}
+
+/* See runtime_impl.h. */
+void tl_prefetch_queue_rows(const void *p, int64_t rows, int64_t len, int64_t rs) {
+  tl_pfq *q = &tl_pf_q;
+  const char *p0 = p;
+  if (rows <= 0 || len <= 0) return;
+  if (q->left == 0) q->n = q->r = 0, q->row = q->off = 0; /* drained: its runs are free again */
+  /* each row from the line holding its first byte to the one holding its last (rows whose
+   * stride is not a multiple of 64 bytes start at different offsets in their lines) */
+  if (q->n < TL_PFQ_REGIONS) {
+    q->reg[q->n].p = p0, q->reg[q->n].rows = rows, q->reg[q->n].len = len;
+    q->reg[q->n++].rs = rs;
+    if (rs % 64 == 0) q->left += rows * (((int64_t)((uintptr_t)p0 & 63) + len + 63) / 64);
+    else
+      for (int64_t r = 0; r < rows; r++) q->left += ((int64_t)((uintptr_t)(p0 + r * rs) & 63) + len + 63) / 64;
+    return;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    const char *row = p0 + r * rs - ((uintptr_t)(p0 + r * rs) & 63);
+    for (int64_t b = 0; b < (p0 + r * rs - row) + len; b += 64) __builtin_prefetch(row + b, 0, 3);
   }
 }
 

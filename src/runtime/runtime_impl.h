@@ -120,6 +120,11 @@ tl_isa tl_prog_isa(const tl_prog *p);
  * block arrives during this step. */
 int64_t tl_prefetch_pending(void);
 void tl_prefetch_pump(int64_t lines);
+/* Queues `rows` rows of `len` bytes, the first at p, rs bytes apart, behind what this thread's
+ * queue holds (past TL_PFQ_REGIONS runs: prefetched at once), for the tile ops to pump: how the
+ * executor queues the next step's blocks, and how a body queues what its own next piece of work
+ * will read (the K split's next chunk of b, matmul_body.c). Nothing for rows or len <= 0. */
+void tl_prefetch_queue_rows(const void *p, int64_t rows, int64_t len, int64_t rs);
 
 /* The queue behind them: up to TL_PFQ_REGIONS runs of rows (one per slab of a block), walked
  * line by line. */

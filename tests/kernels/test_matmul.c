@@ -890,8 +890,9 @@ static void test_ksplit(void) {
 }
 
 /* The plan tl_matmul builds for mc on ctx: whether K is split, the first kernel copies b in
- * chunks (tl_mm_run.chunk_k) and b is streamed. Returns 0 when the build fails (checked). */
-static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chunk, int *stream) {
+ * chunks (tl_mm_run.chunk_k rows by chunk_n columns, both 0 without) and b is streamed. Returns
+ * 0 when the build fails (checked). */
+static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chunk, int64_t *slice, int *stream) {
   char dummy[64];
   tl_tensor a = tl_tensor_make(dummy, mc->da, 2, mc->sa), b = tl_tensor_make(dummy, mc->db, 2, mc->sb);
   tl_tensor c = tl_tensor_make(dummy, mc->dc, 2, mc->sc);
@@ -903,6 +904,7 @@ static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chu
         tl_ctx_error(ctx));
   *split = st == TL_OK ? bd.split : -1;
   *chunk = st == TL_OK && bd.split ? bd.ks_run.chunk_k : 0;
+  *slice = st == TL_OK && bd.split && bd.ks_run.chunk_k ? bd.ks_run.chunk_n : 0;
   *stream = st == TL_OK && bd.run.stream;
   return st == TL_OK;
 }
@@ -917,7 +919,7 @@ static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chu
  * and a VMEM budget without room for a chunk stay unsplit. */
 static void test_ksplit_rows(void) {
   tl_ctx *saved = g_ctx, *ctx, *tiny;
-  tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1};
+  tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 768 << 10}; /* (the slices below) */
   REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
   tl_ctx_opts ot = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 64 << 10};
   REQUIRE(tl_ctx_new(&ot, &tiny) == TL_OK, "%s", tl_last_error());
@@ -950,11 +952,15 @@ static void test_ksplit_rows(void) {
                      (info.isa < TL_ISA_AMX || cs[i].m < 16);
     const int want = unit && !cs[i].trans_a;
     int split, stream;
-    int64_t chunk;
-    if (ksplit_build(ctx, &mc, &split, &chunk, &stream))
-      CHECK(split == (want ? 2 : 0) && (chunk > 0) == want, "[%s] %s %lldx%lldx%lld%s: split %d chunk %lld, expected %s", g_isa,
-            tl_dtype_name(cs[i].da), (long long)cs[i].m, (long long)N, (long long)K, cs[i].trans_a ? " (a transposed)" : "",
-            split, (long long)chunk, want ? "2 and a chunk" : "unsplit");
+    int64_t chunk, slice;
+    /* the chunks: 256 bytes of each column (bf16 128 rows, int8 256) by slices of whole 64
+     * columns of about a twelfth of the budget: N in slices of 256 here, the last one short
+     * where N is not a multiple (1000, 4100, 2000, 3001); K blocks ending in a short chunk */
+    if (ksplit_build(ctx, &mc, &split, &chunk, &slice, &stream))
+      CHECK(split == (want ? 2 : 0) && chunk == (want ? 256 / (i8 ? 1 : 2) : 0) && slice == (want ? 256 : 0),
+            "[%s] %s %lldx%lldx%lld%s: split %d chunk %lld x %lld, expected %s", g_isa, tl_dtype_name(cs[i].da),
+            (long long)cs[i].m, (long long)N, (long long)K, cs[i].trans_a ? " (a transposed)" : "", split, (long long)chunk,
+            (long long)slice, want ? "2 and chunks of 256 bytes of K by 256 columns" : "unsplit");
     check_case(&mc, mc.dc == TL_I32 && mc.beta == 0, want ? "K split, 3-16 rows" : "3-16 rows, unsplit");
     { /* what ran: the split (its plans taken, not refused for the unsplit one) */
       char dummy[64];
@@ -976,17 +982,17 @@ static void test_ksplit_rows(void) {
             "[%s] %s %lldx%lldx%lld: the cached plan's split %d, expected %d", g_isa, tl_dtype_name(cs[i].da),
             (long long)cs[i].m, (long long)N, (long long)K, ran, want ? 2 : 0);
     }
-    if (i == 0) { /* 64 KiB of VMEM: no room for 16 rows of b 4 KiB long: unsplit */
+    if (i == 0) { /* 64 KiB of VMEM: no room for the accumulator rows (48 KiB, past half): unsplit */
       g_ctx = tiny;
-      if (ksplit_build(tiny, &mc, &split, &chunk, &stream))
+      if (ksplit_build(tiny, &mc, &split, &chunk, &slice, &stream))
         CHECK(split == 0, "[%s] 64 KiB of VMEM: split %d, expected the unsplit plan", g_isa, split);
       check_case(&mc, 0, "3-16 rows, no room for a chunk");
       g_ctx = ctx;
     }
   }
-  /* long rows (bf16, 22 KiB) on 768 KiB of VMEM: 32-row chunks, taken for 8 rows (352 KiB of
-   * accumulator rows) but not for 16 (704 KiB, past half the budget: the N split instead);
-   * builds only */
+  /* long rows (bf16, 22 KiB) on 768 KiB of VMEM: chunks of 128 rows by 256 columns (43
+   * slices), taken for 8 rows (352 KiB of accumulator rows) but not for 16 (704 KiB, past half
+   * the budget: the N split instead); builds only */
   tl_ctx *v768;
   tl_ctx_opts o7 = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 768 << 10};
   REQUIRE(tl_ctx_new(&o7, &v768) == TL_OK, "%s", tl_last_error());
@@ -995,20 +1001,22 @@ static void test_ksplit_rows(void) {
     mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, m, N, K);
     const int want = info.isa >= TL_ISA_AVX512BF16 && m == 8;
     int split, stream;
-    int64_t chunk;
-    if (ksplit_build(v768, &mc, &split, &chunk, &stream))
-      CHECK(split == (want ? 2 : 0) && chunk == (want ? 32 : 0), "[%s] bf16 %lldx%lldx%lld on 768 KiB: split %d chunk %lld, expected %s",
-            g_isa, (long long)m, (long long)N, (long long)K, split, (long long)chunk, want ? "2 and 32 rows" : "unsplit");
+    int64_t chunk, slice;
+    if (ksplit_build(v768, &mc, &split, &chunk, &slice, &stream))
+      CHECK(split == (want ? 2 : 0) && chunk == (want ? 128 : 0) && slice == (want ? 256 : 0),
+            "[%s] bf16 %lldx%lldx%lld on 768 KiB: split %d chunk %lld x %lld, expected %s", g_isa, (long long)m, (long long)N,
+            (long long)K, split, (long long)chunk, (long long)slice, want ? "2 and 128 x 256" : "unsplit");
   }
   tl_ctx_free(v768);
-  /* beside the rule (builds only): f32 (its N split kept), N of one 16-column block, and 16 rows
-   * of b that do not fit the budget: bf16 3x2048 on 64 KiB (rows of 4160 bytes: 8 fit; its
-   * accumulator rows, 24 KiB, would) unsplit, on 80 KiB split in chunks of 16 */
+  /* beside the rule (builds only): f32 (its N split kept), N of one 16-column block, and a
+   * chunk past half the budget: bf16 3x256 (3 KiB of accumulator rows) on 40 KiB (the
+   * narrowest chunk, 128 rows of 64 columns 192 bytes apart, is 24 KiB) unsplit, on 48 KiB
+   * split in such chunks */
   static const struct {
     tl_dtype da, db, dc;
     int64_t m, n, vmem, chunk;
   } bs[] = {{TL_F32, TL_F32, TL_F32, 8, 4096, 0, 0}, {TL_F32, TL_F32, TL_F32, 16, 2048, 0, 0}, {TL_U8, TL_I8, TL_I32, 8, 16, 0, 0},
-            {TL_BF16, TL_BF16, TL_F32, 3, 2048, 64 << 10, 0}, {TL_BF16, TL_BF16, TL_F32, 3, 2048, 80 << 10, 16}};
+            {TL_BF16, TL_BF16, TL_F32, 3, 256, 40 << 10, 0}, {TL_BF16, TL_BF16, TL_F32, 3, 256, 48 << 10, 128}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(bs); i++) {
     tl_ctx *x = ctx;
     if (bs[i].vmem) {
@@ -1019,25 +1027,32 @@ static void test_ksplit_rows(void) {
     mm_case mc = plain(bs[i].da, bs[i].db, bs[i].dc, bs[i].m, N, K);
     const int want = bs[i].chunk && info.isa >= TL_ISA_AVX512BF16;
     int split, stream;
-    int64_t chunk;
-    if (ksplit_build(x, &mc, &split, &chunk, &stream))
-      CHECK(split == (want ? 2 : 0) && chunk == (want ? bs[i].chunk : 0) && stream == want,
-            "[%s] %s %lldx%lldx%lld (VMEM %lld): split %d chunk %lld stream %d, expected %s", g_isa, tl_dtype_name(bs[i].da),
-            (long long)bs[i].m, (long long)N, (long long)K, (long long)bs[i].vmem, split, (long long)chunk, stream,
-            want ? "2 and 16 rows" : "unsplit, not streamed");
+    int64_t chunk, slice;
+    if (ksplit_build(x, &mc, &split, &chunk, &slice, &stream))
+      CHECK(split == (want ? 2 : 0) && chunk == (want ? bs[i].chunk : 0) && slice == (want ? 64 : 0) && stream == want,
+            "[%s] %s %lldx%lldx%lld (VMEM %lld): split %d chunk %lld x %lld stream %d, expected %s", g_isa,
+            tl_dtype_name(bs[i].da), (long long)bs[i].m, (long long)N, (long long)K, (long long)bs[i].vmem, split,
+            (long long)chunk, (long long)slice, stream, want ? "2 and 128 x 64" : "unsplit, not streamed");
     if (x != ctx) tl_ctx_free(x);
   }
-  /* the copy's rows never a multiple of 4 KiB apart (bf16 rows of 4032 bytes: 4160, not 4096) */
+  /* the copy's rows never a multiple of 4 KiB apart (bf16 rows of 4032 bytes: 4160, not 4096;
+   * 12 MiB of VMEM, so that the whole of N is one slice) */
   if (info.isa >= TL_ISA_AVX512BF16) {
+    tl_ctx *big;
+    tl_ctx_opts ob = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 12 << 20};
+    REQUIRE(tl_ctx_new(&ob, &big) == TL_OK, "%s", tl_last_error());
     char dummy[64];
     const int64_t N = 2016, K = l3 / 16 / (N * 2) + 77, sa[2] = {8, K}, sb[2] = {K, N}, sc[2] = {8, N};
     tl_tensor a = tl_tensor_make(dummy, TL_BF16, 2, sa), b = tl_tensor_make(dummy, TL_BF16, 2, sb);
     tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
     tl_mm_build bd;
     const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
-    const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
-    CHECK(st == TL_OK && bd.split == 2 && bd.ks_run.chunk_ld == 4160, "[%s] bf16 8x2016x%lld: split %d, copy rows %lld bytes apart (expected 4160)",
-          g_isa, (long long)K, st == TL_OK ? bd.split : -1, st == TL_OK ? (long long)bd.ks_run.chunk_ld : -1LL);
+    const tl_status st = tl_mm_prepare(big, &a, &b, &c, &mo, &bd);
+    CHECK(st == TL_OK && bd.split == 2 && bd.ks_run.chunk_n == N && bd.ks_run.chunk_ld == 4160,
+          "[%s] bf16 8x2016x%lld: split %d, slices of %lld, copy rows %lld bytes apart (expected 2016 and 4160)", g_isa,
+          (long long)K, st == TL_OK ? bd.split : -1, st == TL_OK ? (long long)bd.ks_run.chunk_n : -1LL,
+          st == TL_OK ? (long long)bd.ks_run.chunk_ld : -1LL);
+    tl_ctx_free(big);
   }
   g_ctx = saved;
   tl_ctx_free(tiny);

@@ -603,10 +603,13 @@ static inline __attribute__((always_inline)) void tl_q_rm_kern(tl_bf_mode mode, 
 
 /* acc (+)= a @ b for 8-bit a and b (mode UB, BU or SS), b row-major with unit column stride,
  * read in place: row blocks of up to 4 with panels of 128 (1-2 rows) or 64 (3-4) columns. From 3
- * rows the executor's queued prefetches of the next step's b are issued every 16 k of each
- * (row block, panel) call of 3-4 rows, as tl_bf_rm does (the 1-2-row copies pump none, as
- * there: a call of 1-2 rows, or a block of 1-2 rows at the M edge, whose share the executor
- * issues when the step ends). Until 2026-11-26 a's
+ * rows the thread's queued prefetches (the executor's of the next step's b, or the K split's of
+ * its next chunk) are issued every 16 k of each (row block, panel) call, as tl_bf_rm does,
+ * spread over every block, a last block of 1-2 rows too (the 1-2-row copies of a call of 1-2
+ * rows pump none, as there). Until 2026-11-27 a last block of 1-2 rows pumped none either, and
+ * its share was left for the executor to issue when the step ended; the K split's chunks, queued
+ * one after another within a step, then fell behind (int8 5x2048x2048: see docs/matmul.md "3-16
+ * rows in chunks"). Until 2026-11-26 a's
  * quad was read by a memcpy of a run-time size, a libc call per row and k step: u8 x s8 16 x 1024
  * x 1024 with b in L2, 2 threads, 101 -> 728 GOP/s; 4 rows 92 -> 470. */
 /* tl_q_rm's panel width for a row block of mr rows (2 or 1 groups of 64 columns). */
@@ -615,7 +618,9 @@ static inline int64_t tl_q_rm_width(int64_t mr) { return mr <= 2 ? 128 : 64; }
 static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uint8_t *a, int64_t lda, const uint8_t *b,
                     int64_t ldb, int32_t *c, int64_t ldc, int accum) {
   const int64_t pending = m > 2 ? tl_prefetch_pending() : 0;
-  const int64_t calls = TL_CDIV(m, 4) * TL_CDIV(n, tl_q_rm_width(TL_MIN(m, 4))) * TL_MAX(1, TL_CDIV(kk, 16));
+  /* pumps: per row block (the last one's panels may be wider), panel and 16 k */
+  const int64_t calls = ((m / 4) * TL_CDIV(n, tl_q_rm_width(4)) + (m % 4 ? TL_CDIV(n, tl_q_rm_width(m % 4)) : 0)) *
+                        TL_MAX(1, TL_CDIV(kk, 16));
   const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
   tl_pfq *pfq = pq ? tl_prefetch_queue() : NULL;
   for (int64_t i0 = 0; i0 < m; i0 += 4) {
@@ -628,8 +633,14 @@ static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uin
       int32_t *cj = c + i0 * ldc + j0;
 #define TL_Q_CASE(MODE) \
   switch (mr) { \
-  case 1: tl_q_rm_kern(MODE, 1, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, NULL, 0); break; \
-  case 2: tl_q_rm_kern(MODE, 2, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, NULL, 0); break; \
+  case 1: \
+    if (pq) tl_q_rm_kern(MODE, 1, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, pfq, pq); \
+    else tl_q_rm_kern(MODE, 1, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, NULL, 0); \
+    break; \
+  case 2: \
+    if (pq) tl_q_rm_kern(MODE, 2, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, pfq, pq); \
+    else tl_q_rm_kern(MODE, 2, 2, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, NULL, 0); \
+    break; \
   case 3: tl_q_rm_kern(MODE, 3, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, pfq, pq); break; \
   default: tl_q_rm_kern(MODE, 4, 1, kk, ai, lda, bj, ldb, cj, ldc, mk, accum, pfq, pq); break; \
   }
