@@ -415,6 +415,58 @@ static void test_tuned_config_used(void) {
   mm_free(&m);
 }
 
+/* A tuned config for a shape the heuristic sweeps (f32, 3-31 rows against a row-major b past half
+ * the L3: tl_mm_run.sweep, N blocks over the whole of K): the sweep stays (it is decided before
+ * the blocks), the DB's blocks replace the sweep's (K in blocks of 1024, so the dot accumulates
+ * across K steps, and N blocks of 256), and the result matches the reference. */
+static void test_tuned_sweep(void) {
+  char path[512], key[TL_TUNE_KEY_MAX];
+  tpath(path, sizeof path, "sweep.db");
+  remove_db(path);
+  tl_ctx *ctx = new_ctx(2, path, 0);
+  REQUIRE(ctx, "ctx");
+  tl_ctx_info info;
+  tl_ctx_info_get(ctx, &info);
+  const int64_t l3 = tl_kernels_l3_bytes(&info), N = 1100, K = l3 / 2 / 4 / N + 1;
+  if (l3 > ((int64_t)64 << 20)) {
+    fprintf(stderr, "    tuned sweep: an L3 of %lld MiB makes b too long for the reference: skipped\n", (long long)(l3 >> 20));
+    tl_ctx_free(ctx);
+    return;
+  }
+  mm_case m;
+  mm_make(&m, 16, N, K);
+  mm_key(ctx, &m, key, sizeof key);
+  tl_mm_build bd;
+  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  const int vec = info.isa >= TL_ISA_AVX2;
+  CHECK(tl_mm_prepare(ctx, &m.ta, &m.tb, &m.tc, &o, &bd) == TL_OK && bd.run.sweep == vec && (!vec || bd.run.BK == K),
+        "16x%lldx%lld untuned: sweep %d BK %lld, expected %d and K", (long long)N, (long long)K, bd.run.sweep,
+        (long long)bd.run.BK, vec);
+  put_mm_row(path, ctx, key, "BM=16 BN=256 BK=1024", NULL, 0, NULL, TL_MM_TUNE_VERSION);
+  tl_ctx_free(ctx);
+  ctx = new_ctx(2, path, 0);
+  REQUIRE(ctx, "ctx");
+  int64_t cfg[3] = {0};
+  int tuned = -1;
+  CHECK(tl_mm_config_used(ctx, &m.ta, &m.tb, &m.tc, NULL, cfg, &tuned) == TL_OK && tuned == 1 && cfg[0] == 16 &&
+            cfg[1] == 256 && cfg[2] == 1024,
+        "tuned sweep: tuned %d, blocks %lld %lld %lld (%s)", tuned, (long long)cfg[0], (long long)cfg[1], (long long)cfg[2],
+        tl_ctx_error(ctx));
+  const int64_t want[3] = {16, 256, 1024};
+  CHECK(tl_mm_prepare_cfg(ctx, &m.ta, &m.tb, &m.tc, &o, want, &bd) == TL_OK && bd.run.sweep == vec && bd.run.BN == 256 &&
+            bd.run.BK == 1024,
+        "the tuned build: sweep %d, blocks %lld x %lld", bd.run.sweep, (long long)bd.run.BK, (long long)bd.run.BN);
+  tl_status s;
+  double err = mm_run_err(ctx, &m, &s);
+  CHECK(s == TL_OK && err < 1e-5, "tuned sweep result: %s, err %g", tl_status_name(s), err);
+  int64_t cached[3] = {0};
+  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached, NULL) == 1 && cached[1] == 256 && cached[2] == 1024,
+        "the cached plan's blocks %lld %lld %lld", (long long)cached[0], (long long)cached[1], (long long)cached[2]);
+  tl_ctx_free(ctx);
+  mm_free(&m);
+  remove_db(path);
+}
+
 static void test_key_separation(void) {
   char path[512], key[TL_TUNE_KEY_MAX];
   tpath(path, sizeof path, "sep.db");
@@ -972,6 +1024,7 @@ int main(void) {
   RUN(test_two_writers);
   RUN(test_kill9);
   RUN(test_tuned_config_used);
+  RUN(test_tuned_sweep);
   RUN(test_key_separation);
   RUN(test_corrupt_db);
   RUN(test_search_synthetic);
