@@ -153,7 +153,9 @@ static void tl_mm_chunks(const tl_prog *p, const tl_mm_run *r, const tl_ref *chu
     for (int64_t k0 = 0; k0 < kv || k0 == 0; k0 += r->chunk_k) {
       const int64_t kc = TL_MIN(r->chunk_k, kv - k0);
       for (int64_t i = 0; i < kc; i++) memcpy((char *)chunk->data + i * r->chunk_ld, bj + (k0 + i) * rs, (size_t)row);
-      tl_prefetch_queue()->left = 0; /* what the last dot left of this chunk's lines: copied now */
+      /* what the last dot left of this chunk's lines: copied now (the queue is the body's own:
+       * the split's specs queue nothing, tl_mm_split_decide) */
+      tl_prefetch_queue()->left = 0;
       if (k0 + kc < kv) {
         tl_prefetch_queue_rows(bj + (k0 + kc) * rs, TL_MIN(r->chunk_k, kv - k0 - kc), row, rs);
       } else if (j0 + nc < nv) {

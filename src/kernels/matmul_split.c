@@ -43,8 +43,9 @@ static int64_t tl_mm_chunk_ld(int64_t N, int64_t es) {
  * own rows, copied a chunk at a time into rows off the alias. Measured on a Zen 5 VM (2
  * threads, `tilec bench gemm --dtype D --peers none`, the in-place N split against this, cold):
  * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_KB bytes of each column (bf16 128 rows,
- * int8 256; the K block when shorter) by a slice of the columns, N cut into equal slices
- * (whole 64 columns) of at most a TL_MM_CHUNK_DIV-th of the VMEM budget per chunk: the dot keeps
+ * int8 256; the K block when shorter) by a slice of the columns, N cut into slices of whole 64
+ * columns, as equal as that allows (the last one shorter), of at most a TL_MM_CHUNK_DIV-th of
+ * the VMEM budget per chunk (its rows' padding aside, tl_mm_chunk_ld): the dot keeps
  * each slice's accumulators over as many k as the chunk has, and the chunk, the next one being
  * prefetched beside it (matmul_body.c) and the slice's accumulator rows stay in the caches. The
  * dots that read such a copy well: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm;
@@ -66,19 +67,21 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
   if (!unit) return 0;
   const int64_t kc = TL_MIN(bk, TL_MM_CHUNK_KB / es); /* (bk: a multiple of 64, whole pairs / quads) */
   const int64_t widest = TL_MAX(64, (int64_t)info->vmem_bytes / TL_MM_CHUNK_DIV / (kc * es) / 64 * 64);
-  *nc = TL_MIN(N, TL_CDIV(TL_CDIV(N, TL_CDIV(N, widest)), 64) * 64);
+  const int64_t ns = TL_MIN(N, TL_CDIV(TL_CDIV(N, TL_CDIV(N, widest)), 64) * 64);
   /* within half the budget (a small one: 64 columns may be more than the twelfth); and the M x
    * N accumulator rows in half the budget too, else the N split: 16x11008x4096 (704 KiB of
    * rows) measured slower split, bf16 5.13 -> 6.50 ms with these chunks (6 rounds, medians), int8
    * even (2.93 -> 3.03); with the earlier whole-row chunks of 64 rows bf16 3.56 -> 3.71, int8
    * 2.27 -> 2.09 */
-  if (kc * tl_mm_chunk_ld(*nc, es) > (int64_t)info->vmem_bytes / 2 || M * N * 4 > (int64_t)info->vmem_bytes / 2) return 0;
+  if (kc * tl_mm_chunk_ld(ns, es) > (int64_t)info->vmem_bytes / 2 || M * N * 4 > (int64_t)info->vmem_bytes / 2) return 0;
+  *nc = ns;
   return kc;
 }
 
 /* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
  * batch; row-major; 3-16 rows where tl_mm_chunk_k says so) with contiguous rows, so that each
- * thread reads one run of whole rows per K block rather than its share of every row. Measured
+ * thread reads one run of whole rows per K block rather than its share of every row (3-16 rows:
+ * runs of a slice of its own rows, a chunk at a time, tl_mm_chunks). Measured
  * on 2 threads only: on a Zen 4 VM, for b
  * rows of 4 KiB of which each thread read 2 KiB, 10-27% faster (int8 1x4096x4096, 1x4096x11008,
  * 2x4096x8192; bf16 1x2048x4096, 2x2048x8192; f32 1x1024x8192, 2x1024x16384), for longer rows
@@ -126,6 +129,10 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
     bd->ks.n_scratch = 1;
     bd->ks_in[0].stage = TL_STAGE_NEVER;
     bd->ks_out[0].stage = TL_STAGE_NEVER;
+    /* the body owns the thread's prefetch queue (tl_mm_chunks queues each next chunk and drops
+     * what a dot left of the last): no spec may queue the next step's blocks there (b streamed
+     * never asks; said here so that it stays so) */
+    bd->ks_in[0].prefetch = bd->ks_in[1].prefetch = 0;
   }
 }
 

@@ -953,14 +953,16 @@ static void test_ksplit_rows(void) {
     const int want = unit && !cs[i].trans_a;
     int split, stream;
     int64_t chunk, slice;
-    /* the chunks: 256 bytes of each column (bf16 128 rows, int8 256) by slices of whole 64
-     * columns of about a twelfth of the budget: N in slices of 256 here, the last one short
-     * where N is not a multiple (1000, 4100, 2000, 3001); K blocks ending in a short chunk */
+    /* the chunks: up to 256 bytes of each column (bf16 128 rows, int8 256; K here depends on the
+     * L3, and a shorter K block makes the chunk shorter and the slices wider) by slices of whole
+     * 64 columns, the last one short where N is not a multiple (1000, 4100, 2000, 3001); K
+     * blocks ending in a short chunk. The exact sizes: the builds after this loop */
     if (ksplit_build(ctx, &mc, &split, &chunk, &slice, &stream))
-      CHECK(split == (want ? 2 : 0) && chunk == (want ? 256 / (i8 ? 1 : 2) : 0) && slice == (want ? 256 : 0),
+      CHECK(split == (want ? 2 : 0) && (chunk > 0) == want && chunk <= 256 / (i8 ? 1 : 2) &&
+                (want ? slice > 0 && slice < N && slice % 64 == 0 : slice == 0),
             "[%s] %s %lldx%lldx%lld%s: split %d chunk %lld x %lld, expected %s", g_isa, tl_dtype_name(cs[i].da),
             (long long)cs[i].m, (long long)N, (long long)K, cs[i].trans_a ? " (a transposed)" : "", split, (long long)chunk,
-            (long long)slice, want ? "2 and chunks of 256 bytes of K by 256 columns" : "unsplit");
+            (long long)slice, want ? "2 and chunks of up to 256 bytes of K by slices of N" : "unsplit");
     check_case(&mc, mc.dc == TL_I32 && mc.beta == 0, want ? "K split, 3-16 rows" : "3-16 rows, unsplit");
     { /* what ran: the split (its plans taken, not refused for the unsplit one) */
       char dummy[64];
@@ -990,24 +992,31 @@ static void test_ksplit_rows(void) {
       g_ctx = ctx;
     }
   }
-  /* long rows (bf16, 22 KiB) on 768 KiB of VMEM: chunks of 128 rows by 256 columns (43
-   * slices), taken for 8 rows (352 KiB of accumulator rows) but not for 16 (704 KiB, past half
-   * the budget: the N split instead); builds only */
-  tl_ctx *v768;
-  tl_ctx_opts o7 = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 768 << 10};
-  REQUIRE(tl_ctx_new(&o7, &v768) == TL_OK, "%s", tl_last_error());
-  for (int64_t m = 8; m <= 16; m += 8) {
-    const int64_t N = 11008, K = l3 / 16 / (N * 2) + 77;
-    mm_case mc = plain(TL_BF16, TL_BF16, TL_F32, m, N, K);
-    const int want = info.isa >= TL_ISA_AVX512BF16 && m == 8;
+  /* the chunk sizes on 768 KiB of VMEM, K at least 4096 (K blocks of 1024; builds only):
+   * 256 bytes of K by slices of 256 columns (a twelfth of the budget) — int8 256 x 256 (N 4096:
+   * 16 slices; 4100: 16 of 256 and one of 4), bf16 128 x 256 (N 3001: 12 slices); long rows
+   * (bf16 N 11008, 22 KiB) 43 slices, taken for 8 rows (352 KiB of accumulator rows) but not for
+   * 16 (704 KiB, past half the budget: the N split instead) */
+  static const struct {
+    tl_dtype da, db;
+    int64_t m, n, chunk, slice;
+  } xs[] = {{TL_U8, TL_I8, 3, 4096, 256, 256},      {TL_I8, TL_I8, 8, 4100, 256, 256},
+            {TL_BF16, TL_BF16, 16, 3001, 128, 256}, {TL_BF16, TL_BF16, 8, 11008, 128, 256},
+            {TL_BF16, TL_BF16, 16, 11008, 0, 0}};
+  for (size_t i = 0; i < TL_ARRAY_LEN_T(xs); i++) {
+    const int i8 = xs[i].da != TL_BF16;
+    const int64_t N = xs[i].n, K = TL_MAX(4096, l3 / 16 / (N * (i8 ? 1 : 2)) + 77);
+    mm_case mc = plain(xs[i].da, xs[i].db, i8 ? TL_I32 : TL_F32, xs[i].m, N, K);
+    const int want = xs[i].chunk && (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
+                     (info.isa < TL_ISA_AMX || xs[i].m < 16);
     int split, stream;
     int64_t chunk, slice;
-    if (ksplit_build(v768, &mc, &split, &chunk, &slice, &stream))
-      CHECK(split == (want ? 2 : 0) && chunk == (want ? 128 : 0) && slice == (want ? 256 : 0),
-            "[%s] bf16 %lldx%lldx%lld on 768 KiB: split %d chunk %lld x %lld, expected %s", g_isa, (long long)m, (long long)N,
-            (long long)K, split, (long long)chunk, (long long)slice, want ? "2 and 128 x 256" : "unsplit");
+    if (ksplit_build(ctx, &mc, &split, &chunk, &slice, &stream))
+      CHECK((split == 2) == want && chunk == (want ? xs[i].chunk : 0) && slice == (want ? xs[i].slice : 0),
+            "[%s] %s %lldx%lldx%lld on 768 KiB: split %d chunk %lld x %lld, expected %s", g_isa, tl_dtype_name(xs[i].da),
+            (long long)xs[i].m, (long long)N, (long long)K, split, (long long)chunk, (long long)slice,
+            want ? "2 and the sizes above" : "no chunks");
   }
-  tl_ctx_free(v768);
   /* beside the rule (builds only): f32 (its N split kept), N of one 16-column block, and a
    * chunk past half the budget: bf16 3x256 (3 KiB of accumulator rows) on 40 KiB (the
    * narrowest chunk, 128 rows of 64 columns 192 bytes apart, is 24 KiB) unsplit, on 48 KiB

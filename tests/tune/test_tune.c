@@ -417,8 +417,10 @@ static void test_tuned_config_used(void) {
 
 /* A tuned config for a shape the heuristic sweeps (f32, 3-31 rows against a row-major b past half
  * the L3: tl_mm_run.sweep, N blocks over the whole of K): the sweep stays (it is decided before
- * the blocks), the DB's blocks replace the sweep's (K in blocks of 1024, so the dot accumulates
- * across K steps, and N blocks of 256), and the result matches the reference. */
+ * the blocks), the DB's blocks replace the sweep's (K in blocks of 1024, at least 3 of them, so
+ * the dot accumulates across K steps; N blocks of 512, so that a whole block, 2 MiB, is past the
+ * 1 MiB from which the AVX-512 dot sweeps and the AVX2 dot stages wide), and the result matches
+ * the reference. */
 static void test_tuned_sweep(void) {
   char path[512], key[TL_TUNE_KEY_MAX];
   tpath(path, sizeof path, "sweep.db");
@@ -427,7 +429,7 @@ static void test_tuned_sweep(void) {
   REQUIRE(ctx, "ctx");
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
-  const int64_t l3 = tl_kernels_l3_bytes(&info), N = 1100, K = l3 / 2 / 4 / N + 1;
+  const int64_t l3 = tl_kernels_l3_bytes(&info), N = 1100, K = TL_MAX(3000, l3 / 2 / 4 / N + 1);
   if (l3 > ((int64_t)64 << 20)) {
     fprintf(stderr, "    tuned sweep: an L3 of %lld MiB makes b too long for the reference: skipped\n", (long long)(l3 >> 20));
     tl_ctx_free(ctx);
@@ -442,25 +444,25 @@ static void test_tuned_sweep(void) {
   CHECK(tl_mm_prepare(ctx, &m.ta, &m.tb, &m.tc, &o, &bd) == TL_OK && bd.run.sweep == vec && (!vec || bd.run.BK == K),
         "16x%lldx%lld untuned: sweep %d BK %lld, expected %d and K", (long long)N, (long long)K, bd.run.sweep,
         (long long)bd.run.BK, vec);
-  put_mm_row(path, ctx, key, "BM=16 BN=256 BK=1024", NULL, 0, NULL, TL_MM_TUNE_VERSION);
+  put_mm_row(path, ctx, key, "BM=16 BN=512 BK=1024", NULL, 0, NULL, TL_MM_TUNE_VERSION);
   tl_ctx_free(ctx);
   ctx = new_ctx(2, path, 0);
   REQUIRE(ctx, "ctx");
   int64_t cfg[3] = {0};
   int tuned = -1;
   CHECK(tl_mm_config_used(ctx, &m.ta, &m.tb, &m.tc, NULL, cfg, &tuned) == TL_OK && tuned == 1 && cfg[0] == 16 &&
-            cfg[1] == 256 && cfg[2] == 1024,
+            cfg[1] == 512 && cfg[2] == 1024,
         "tuned sweep: tuned %d, blocks %lld %lld %lld (%s)", tuned, (long long)cfg[0], (long long)cfg[1], (long long)cfg[2],
         tl_ctx_error(ctx));
-  const int64_t want[3] = {16, 256, 1024};
-  CHECK(tl_mm_prepare_cfg(ctx, &m.ta, &m.tb, &m.tc, &o, want, &bd) == TL_OK && bd.run.sweep == vec && bd.run.BN == 256 &&
+  const int64_t want[3] = {16, 512, 1024};
+  CHECK(tl_mm_prepare_cfg(ctx, &m.ta, &m.tb, &m.tc, &o, want, &bd) == TL_OK && bd.run.sweep == vec && bd.run.BN == 512 &&
             bd.run.BK == 1024,
         "the tuned build: sweep %d, blocks %lld x %lld", bd.run.sweep, (long long)bd.run.BK, (long long)bd.run.BN);
   tl_status s;
   double err = mm_run_err(ctx, &m, &s);
   CHECK(s == TL_OK && err < 1e-5, "tuned sweep result: %s, err %g", tl_status_name(s), err);
   int64_t cached[3] = {0};
-  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached, NULL) == 1 && cached[1] == 256 && cached[2] == 1024,
+  CHECK(tl_mm_cached_config(ctx, &m.ta, &m.tb, &m.tc, NULL, cached, NULL) == 1 && cached[1] == 512 && cached[2] == 1024,
         "the cached plan's blocks %lld %lld %lld", (long long)cached[0], (long long)cached[1], (long long)cached[2]);
   tl_ctx_free(ctx);
   mm_free(&m);

@@ -370,7 +370,7 @@ static inline __attribute__((always_inline)) void tl_bf_rm_acc(int ng, __m512 *l
 }
 
 /* c[0..mr) x [0..32*ng) (+)= a[0..mr) x [0..kk) @ b (row-major bf16, row stride ldb elements),
- * column masks mk[2 * ng] (16 columns each), issuing pq lines of the executor's prefetch queue
+ * column masks mk[2 * ng] (16 columns each), issuing pq lines of the thread's prefetch queue
  * pfq every 16 k (pq 0: none). mr and ng are compile-time constants (tl_bf_rm). */
 static inline __attribute__((always_inline)) void tl_bf_rm_kern(int mr, int ng, int64_t kk, const uint16_t *a,
                                                                 int64_t lda, const uint16_t *b, int64_t ldb, float *c,
@@ -451,10 +451,11 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
    * each block reads b again from the caches, but 4-7-row blocks with 64-column panels run
    * faster than 8 rows with 32 */
   const int64_t nb = m <= 8 ? 1 : TL_CDIV(m, 7);
-  /* the executor's queued prefetches of the next step's blocks (b's rows, a row stride apart),
-   * spread over every 16 k of each (row block, panel) call, from inside the k loop (a call there
-   * would spill the accumulators: tl_prefetch_pump_q); what is left is issued when the step
-   * ends. Before 2026-11-26 this kernel pumped none, so the executor issued the whole next block
+  /* the thread's queued prefetches (the executor's of the next step's blocks, b's rows a row
+   * stride apart; or the K split's of its next chunk, matmul_body.c), spread over every 16 k of
+   * each (row block, panel) call, from inside the k loop (a call there would spill the
+   * accumulators: tl_prefetch_pump_q); what is left the executor issues when the step ends (the
+   * K split drops it: its chunk is copied by then). Before 2026-11-26 this kernel pumped none, so the executor issued the whole next block
    * before each step, and the core waited on it (`tilec bench gemm --threads 2 --dtype bf16
    * --peers none`, builds alternating, 6-8 rounds, medians: 16x4096x4096 2.49 -> 2.22 ms,
    * 16x11008x4096 6.51 -> 5.58, 12 rows 2.03 -> 1.80, 8 rows 1.76 -> 1.65, 7 rows 1.71 -> 1.56,
@@ -618,9 +619,10 @@ static inline int64_t tl_q_rm_width(int64_t mr) { return mr <= 2 ? 128 : 64; }
 static void tl_q_rm(tl_bf_mode mode, int64_t m, int64_t n, int64_t kk, const uint8_t *a, int64_t lda, const uint8_t *b,
                     int64_t ldb, int32_t *c, int64_t ldc, int accum) {
   const int64_t pending = m > 2 ? tl_prefetch_pending() : 0;
-  /* pumps: per row block (the last one's panels may be wider), panel and 16 k */
+  /* pumps: per row block (the last one's panels may be wider), panel and 16 k of whole quads
+   * (the kernel pumps at k = 0, 16, ... while k + 4 <= kk) */
   const int64_t calls = ((m / 4) * TL_CDIV(n, tl_q_rm_width(4)) + (m % 4 ? TL_CDIV(n, tl_q_rm_width(m % 4)) : 0)) *
-                        TL_MAX(1, TL_CDIV(kk, 16));
+                        TL_MAX(1, kk >= 4 ? (kk - 4) / 16 + 1 : 0);
   const int64_t pq = pending ? TL_CDIV(pending, calls) : 0;
   tl_pfq *pfq = pq ? tl_prefetch_queue() : NULL;
   for (int64_t i0 = 0; i0 < m; i0 += 4) {
