@@ -141,7 +141,8 @@ static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, co
  * prefetch into L2 as they go (tl_prefetch_queue_rows; the split's specs queue nothing), so
  * that memory is busy during the product and the copy reads from L2: `tilec bench gemm --threads
  * 2 --dtype D --peers none`, against whole rows in chunks of 64 copied from memory, builds
- * alternating, 6-8 rounds, medians (a noisy VM): see docs/matmul.md "K split". */
+ * alternating, 6-8 rounds, medians (a noisy VM): see docs/matmul.md "Slices and the next
+ * chunk's prefetch". */
 static void tl_mm_chunks(const tl_prog *p, const tl_mm_run *r, const tl_ref *chunk, tl_ref *acc, const tl_ref *a,
                          const tl_ref *b, int first) {
   const int64_t es = (int64_t)tl_dtype_size(b->dtype), ea = (int64_t)tl_dtype_size(a->dtype);

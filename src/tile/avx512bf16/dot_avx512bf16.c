@@ -455,8 +455,8 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
    * stride apart; or the K split's of its next chunk, matmul_body.c), spread over every 16 k of
    * each (row block, panel) call, from inside the k loop (a call there would spill the
    * accumulators: tl_prefetch_pump_q); what is left the executor issues when the step ends (the
-   * K split drops it: its chunk is copied by then). Before 2026-11-26 this kernel pumped none, so the executor issued the whole next block
-   * before each step, and the core waited on it (`tilec bench gemm --threads 2 --dtype bf16
+   * K split drops it: its chunk is copied by then). Before 2026-11-26 this kernel pumped none,
+   * so the executor issued the whole next block before each step, and the core waited on it (`tilec bench gemm --threads 2 --dtype bf16
    * --peers none`, builds alternating, 6-8 rounds, medians: 16x4096x4096 2.49 -> 2.22 ms,
    * 16x11008x4096 6.51 -> 5.58, 12 rows 2.03 -> 1.80, 8 rows 1.76 -> 1.65, 7 rows 1.71 -> 1.56,
    * 6 rows 1.57 -> 1.41, 5 rows 1.55 -> 1.31, 4 rows 1.45 -> 1.39, 3 rows 1.42 -> 1.35; faster in
