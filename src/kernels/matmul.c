@@ -173,15 +173,6 @@ tl_layout tl_mm_pack_layout(tl_dtype dt, int64_t K, int long_k) {
                      .tile_r = (uint16_t)tl_mm_pack_tile_r(dt, K, long_k), .tile_c = 16};
 }
 
-/* x rounded up to a multiple of m (> 0). */
-static int64_t tl_mm_round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/* Balanced blocks: ceil(n / cap) blocks of about equal size, rounded up to a multiple of m. */
-static int64_t tl_mm_balanced(int64_t n, int64_t cap, int64_t m) {
-  if (n <= 0) return m;
-  int64_t nb = (n + cap - 1) / cap;
-  return tl_mm_round_up((n + nb - 1) / nb, m);
-}
 
 /* See matmul_impl.h. */
 double tl_mm_balance(int64_t inner, int64_t M, int64_t N, int64_t BM, int64_t BN, int T) {

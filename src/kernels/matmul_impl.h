@@ -53,6 +53,15 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 static inline int64_t tl_mm_stream_bn(int64_t N, int threads) {
   return TL_CDIV(TL_CDIV(N, TL_MAX(1, (int64_t)threads)), 16) * 16;
 }
+/* x rounded up to a multiple of m (> 0). */
+static inline int64_t tl_mm_round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+/* Balanced blocks: ceil(n / cap) blocks of about equal size, rounded up to a multiple of m (the
+ * last one shorter where that rounding overshoots). */
+static inline int64_t tl_mm_balanced(int64_t n, int64_t cap, int64_t m) {
+  if (n <= 0) return m;
+  const int64_t nb = (n + cap - 1) / cap;
+  return tl_mm_round_up((n + nb - 1) / nb, m);
+}
 /* The f32 sweep (tl_mm_run.sweep): up to TL_MM_SWEEP_M rows of a (below the AVX-512 dot's 32,
  * from which it packs b), N blocks of at most TL_MM_SWEEP_BN columns. */
 #define TL_MM_SWEEP_M 31

@@ -67,7 +67,7 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
   if (!unit) return 0;
   const int64_t kc = TL_MIN(bk, TL_MM_CHUNK_KB / es); /* (bk: a multiple of 64, whole pairs / quads) */
   const int64_t widest = TL_MAX(64, (int64_t)info->vmem_bytes / TL_MM_CHUNK_DIV / (kc * es) / 64 * 64);
-  const int64_t ns = TL_MIN(N, TL_CDIV(TL_CDIV(N, TL_CDIV(N, widest)), 64) * 64);
+  const int64_t ns = TL_MIN(N, tl_mm_balanced(N, widest, 64));
   /* within half the budget (a small one: 64 columns may be more than the twelfth); and the M x
    * N accumulator rows in half the budget too, else the N split: 16x11008x4096 (704 KiB of
    * rows) measured slower split, bf16 5.13 -> 6.50 ms with these chunks (6 rounds, medians), int8
