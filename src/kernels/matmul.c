@@ -490,12 +490,17 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BM, BK}, .map = m3};
   /* the vector dot paths read a with unit column stride: a transposed (or strided) a is staged */
   if (a->stride[a->ndim - 1] != 1 && bd->K > 1) bd->in[n].stage = TL_STAGE_ALWAYS;
-  if (r->edges) bd->in[n].stage = TL_STAGE_NEVER;
+  /* edges, and a beside a b left row-major (rm): in place at the edges too, the body narrowing
+   * the dot to the valid part. rm's edge blocks of a and b were staged, zero-padded, until
+   * 2026-11-27: a K short of the K block (int8 1 row: 1024, K = 1000) copied all of b every call
+   * (int8 1x1000x1000 cold, 2 threads: 103 -> 72 us; docs/matmul.md "Config") */
+  if (r->edges || (r->rm && a->stride[a->ndim - 1] == 1)) bd->in[n].stage = TL_STAGE_NEVER;
   bd->tin[n++] = tl_mm_view3(a, inner, istr[0]);
   if (!r->packed) {
     r->ib = n;
     bd->in[n] = (tl_blockspec){.ndim = 3, .block = {1, BK, BN}, .map = mb};
-    if (r->stream || r->edges) bd->in[n].stage = TL_STAGE_NEVER; /* edge blocks too: the body narrows to valid */
+    /* edge blocks too: the body narrows to valid */
+    if (r->stream || r->edges || r->rm) bd->in[n].stage = TL_STAGE_NEVER;
     if (tiled_b && bd->K > 0 && !r->rm) {
       bd->in[n].layout = (tl_layout){.tiled = 1, .vnni = (uint8_t)tl_mm_vnni(da), .tile_r = (uint16_t)BK, .tile_c = 16};
       /* the next step's b rows (short runs a row stride apart, which the packer would wait on)

@@ -214,7 +214,7 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
       b.valid[0] = TL_MIN(b.valid[0], kv);
     } else {
       b = tl_mm_2d(&refs[r->ib]);
-      if (r->stream || r->edges) { /* a, b in place even at the edges: the product over their valid part */
+      if (r->stream || r->edges || r->rm) { /* a, b in place even at the edges: the product over their valid part */
         b.shape[0] = b.valid[0], b.shape[1] = b.valid[1];
         a.shape[0] = a.valid[0], a.shape[1] = a.valid[1] = b.valid[0];
         accv.shape[0] = accv.valid[0] = a.valid[0];

@@ -94,7 +94,9 @@ typedef struct tl_mm_run {
    * walks in sweeps of a few rows of b and the AVX2 dot stages in wide chunks (matmul.c) */
   int sweep;
   /* bf16 / int8 b left row-major for the AVX512-BF16 / VNNI row-major kernels (3-16 rows of a,
-   * see matmul.c), read in place or as a plain row-major copy of each block */
+   * see matmul.c), read in place or as a plain row-major copy of each block; in place, edge
+   * blocks too (and a with unit column stride beside it), the body narrowing the dot to their
+   * valid part, as for stream */
   int rm;
   /* the K split (tl_mm_build.split): partial 1 in the split's first kernel (each step's product
    * into its own partial row, no epilogue); sum = S in its second (the step sums the S partial
