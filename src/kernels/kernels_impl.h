@@ -49,6 +49,9 @@ const tl_kernel_desc *tl_kernel_at(int i);
 void tl_kcase_free(tl_kcase *kc);
 /* Parses "AxBxC" into up to max positive sizes; returns the count, or -1 with a message. */
 int tl_shape_parse(const char *s, int64_t *dims, int max, char *err, size_t errn);
+/* A tensor's shape as "[2, 3, 4]" into buf (n bytes, truncated to fit); returns buf. For the ops'
+ * refusal messages: format it on the refusal only (every call goes through the checks). */
+const char *tl_shape_str(const tl_tensor *t, char *buf, size_t n);
 /* Total bytes of each operand's tensor (inputs, then outputs) into bytes[]; returns the count. */
 int tl_kcase_tensor_bytes(const tl_kcase *kc, int64_t *bytes);
 

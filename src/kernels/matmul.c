@@ -24,16 +24,6 @@
 static int tl_mm_is_int8(tl_dtype d) { return d == TL_I8 || d == TL_U8; }
 static int tl_mm_is_float(tl_dtype d) { return d == TL_F32 || d == TL_BF16; }
 
-/* "[2, 3, 4]" into buf. */
-static const char *tl_mm_shape_str(const tl_tensor *t, char *buf, size_t n) {
-  size_t off = 0;
-  off += (size_t)snprintf(buf + off, n - off, "[");
-  for (int d = 0; d < t->ndim && off < n; d++)
-    off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-  if (off < n) snprintf(buf + off, n - off, "]");
-  return buf;
-}
-
 /* Checks one optional vector operand ([len], dtype in the allowed set). */
 static tl_status tl_mm_check_vec(tl_ctx *ctx, const tl_tensor *t, const char *name, int64_t len, const char *lenname,
                                  int allow_f32, int allow_bf16, int allow_i32) {
@@ -43,7 +33,7 @@ static tl_status tl_mm_check_vec(tl_ctx *ctx, const tl_tensor *t, const char *na
   if (t->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: %s is tiled; it must be row-major", name);
   if (t->ndim != 1 || t->shape[0] != len)
     return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: %s is %s, expected [%s] = [%lld]", name,
-                       tl_mm_shape_str(t, sh, sizeof sh), lenname, (long long)len);
+                       tl_shape_str(t, sh, sizeof sh), lenname, (long long)len);
   if (!((allow_f32 && t->dtype == TL_F32) || (allow_bf16 && t->dtype == TL_BF16) || (allow_i32 && t->dtype == TL_I32)))
     return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: %s is %s; allowed here: %s%s%s", name, tl_dtype_name(t->dtype),
                        allow_f32 ? "f32 " : "", allow_bf16 ? "bf16 " : "", allow_i32 ? "i32" : "");
@@ -63,7 +53,7 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
     if (s != TL_OK) return tl_ctx_fail(ctx, s, "tl_matmul: %s", msg);
     if (t3[i]->ndim < 2)
       return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: %s is %s, needs at least 2 dims", nm[i],
-                         tl_mm_shape_str(t3[i], sa, sizeof sa));
+                         tl_shape_str(t3[i], sa, sizeof sa));
     if (!t3[i]->data && tl_tensor_numel(t3[i]) > 0)
       return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: %s has NULL data", nm[i]);
   }
@@ -74,7 +64,7 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
   /* the shapes as text for the messages, formatted only on a refusal (every call comes here: the
    * nine snprintf calls took about a tenth of a cached 64x64x64 int8 call) */
 #define TL_MM_SHAPES() \
-  (tl_mm_shape_str(a, sa, sizeof sa), tl_mm_shape_str(b, sb, sizeof sb), tl_mm_shape_str(c, sc, sizeof sc))
+  (tl_shape_str(a, sa, sizeof sa), tl_shape_str(b, sb, sizeof sb), tl_shape_str(c, sc, sizeof sc))
   if (K != Kb)
     return TL_MM_SHAPES(), tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)", sa,
                        (long long)K, sb, (long long)Kb);
@@ -145,8 +135,8 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
     int same = r->ndim == c->ndim;
     for (int d = 0; same && d < c->ndim; d++) same = r->shape[d] == c->shape[d];
     if (!same)
-      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: residual is %s, expected c's shape %s", tl_mm_shape_str(r, sa, sizeof sa),
-                         tl_mm_shape_str(c, sc, sizeof sc));
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: residual is %s, expected c's shape %s", tl_shape_str(r, sa, sizeof sa),
+                         tl_shape_str(c, sc, sizeof sc));
     int ok = int_out ? (r->dtype == TL_I32 || r->dtype == TL_F32) : tl_mm_is_float(r->dtype);
     if (!ok)
       return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_matmul: residual is %s; with c %s it must be %s", tl_dtype_name(r->dtype),

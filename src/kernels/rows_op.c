@@ -29,14 +29,6 @@ static int tl_ro_is_softmax(tl_ro_kind k) { return k == TL_RO_SOFTMAX || k == TL
 
 /* ---- argument checks ---- */
 
-static const char *tl_ro_shape_str(const tl_tensor *t, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "[");
-  for (int d = 0; d < t->ndim && off < n; d++)
-    off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-  if (off < n) snprintf(buf + off, n - off, "]");
-  return buf;
-}
-
 /* Lowest and one-past-highest byte a row-major tensor with elements touches (strides >= 0). */
 static void tl_ro_span(const tl_tensor *t, const char **lo, const char **hi) {
   int64_t last = 0;
@@ -77,13 +69,13 @@ static tl_status tl_ro_check(tl_ctx *ctx, const tl_ro_req *rq, int *axis_out) {
   int same = x->ndim == y->ndim;
   for (int d = 0; same && d < x->ndim; d++) same = x->shape[d] == y->shape[d];
   if (!same)
-    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "%s: y is %s, expected x's shape %s", fn, tl_ro_shape_str(y, sy, sizeof sy),
-                       tl_ro_shape_str(x, sx, sizeof sx));
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "%s: y is %s, expected x's shape %s", fn, tl_shape_str(y, sy, sizeof sy),
+                       tl_shape_str(x, sx, sizeof sx));
   int axis = x->ndim - 1;
   if (tl_ro_is_softmax(rq->kind)) {
     if (rq->axis < -x->ndim || rq->axis >= x->ndim)
       return tl_ctx_fail(ctx, TL_ERR_INVALID, "%s: axis %d is out of range for x %s (%d dims: -%d..%d)", fn, rq->axis,
-                         tl_ro_shape_str(x, sx, sizeof sx), x->ndim, x->ndim, x->ndim - 1);
+                         tl_shape_str(x, sx, sizeof sx), x->ndim, x->ndim, x->ndim - 1);
     axis = rq->axis < 0 ? rq->axis + x->ndim : rq->axis;
   } else {
     if (!(rq->eps >= 0.0f) || isinf(rq->eps))
@@ -96,7 +88,7 @@ static tl_status tl_ro_check(tl_ctx *ctx, const tl_ro_req *rq, int *axis_out) {
       if ((s = tl_ro_check_tensor(ctx, fn, gb[i], nm[i])) != TL_OK) return s;
       if (gb[i]->ndim != 1 || gb[i]->shape[0] != C)
         return tl_ctx_fail(ctx, TL_ERR_SHAPE, "%s: %s is %s, expected [C] = [%lld] (x's last dim)", fn, nm[i],
-                           tl_ro_shape_str(gb[i], sy, sizeof sy), (long long)C);
+                           tl_shape_str(gb[i], sy, sizeof sy), (long long)C);
     }
   }
   for (int d = 0; d < y->ndim && tl_tensor_numel(y) > 0; d++)

@@ -563,7 +563,7 @@ static void test_refusals(void) {
   expect_refusal("D mismatch", TL_ERR_SHAPE, "D = 8", &q.t, &kd.t, &kd.t, &o, NULL);
   expect_refusal("Hq % Hkv", TL_ERR_SHAPE, "multiple of Hkv", &q.t, &k3.t, &k3.t, &o, NULL);
   expect_refusal("B mismatch", TL_ERR_SHAPE, "batch", &q.t, &kb.t, &kb.t, &o, NULL);
-  expect_refusal("v shape", TL_ERR_SHAPE, "v is", &q.t, &k.t, &kd.t, &o, NULL);
+  expect_refusal("v shape", TL_ERR_SHAPE, "v is [2, 4, 8, 8], expected k's shape [2, 2, 10, 16]", &q.t, &k.t, &kd.t, &o, NULL);
   expect_refusal("dtype mix", TL_ERR_DTYPE, "share a dtype", &qb.t, &k.t, &v.t, &o, NULL);
   expect_refusal("o dtype", TL_ERR_DTYPE, "o is i32", &q.t, &k.t, &v.t, &oi, NULL);
   expect_refusal("o bf16 for f32 q", TL_ERR_DTYPE, "o is bf16", &q.t, &k.t, &v.t, &ob, NULL);
@@ -588,7 +588,7 @@ static void test_refusals(void) {
     free(bq.mem), free(bkk.mem), free(bv.mem), free(bo.mem);
   }
   opts.mask = &mbad.t;
-  expect_refusal("mask shape", TL_ERR_SHAPE, "not broadcastable", &q.t, &k.t, &v.t, &o, &opts);
+  expect_refusal("mask shape", TL_ERR_SHAPE, "mask is [8, 9], not broadcastable", &q.t, &k.t, &v.t, &o, &opts);
   opts.mask = &mi8.t;
   expect_refusal("mask dtype", TL_ERR_DTYPE, "mask is i8", &q.t, &k.t, &v.t, &o, &opts);
   opts.mask = &mok.t;

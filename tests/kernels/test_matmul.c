@@ -1241,8 +1241,8 @@ static void test_refusals(void) {
   int64_t n4 = 4, n5 = 5, n6 = 6;
   mm_t v4 = mk(TL_F32, 1, &n4, 0, -1), v5 = mk(TL_F32, 1, &n5, 0, -1), v6 = mk(TL_F32, 1, &n6, 0, -1), r = mk(TL_F32, 2, sa, 0, -1);
   tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
-  refuse("K mismatch", &a.t, &bk.t, &c.t, NULL, TL_ERR_SHAPE, "K");
-  refuse("c shape", &a.t, &b.t, &bk.t, NULL, TL_ERR_SHAPE, "c");
+  refuse("K mismatch", &a.t, &bk.t, &c.t, NULL, TL_ERR_SHAPE, "a is [4, 6] (K = 6) but b is [7, 5] (K = 7)");
+  refuse("c shape", &a.t, &b.t, &bk.t, NULL, TL_ERR_SHAPE, "c is [7, 5], expected [..., M = 4, N = 5] for a [4, 6] @ b [6, 5]");
   refuse("batch mismatch", &a3.t, &b.t, &c3.t, NULL, TL_ERR_SHAPE, "batch");
   refuse("f32 x bf16", &a.t, &bb.t, &c.t, NULL, TL_ERR_DTYPE, "bf16");
   refuse("bf16 -> i32", &ab.t, &bb.t, &ci.t, NULL, TL_ERR_DTYPE, "i32");
