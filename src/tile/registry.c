@@ -41,6 +41,16 @@ void tl_tile_amx_override(const tl_tile_impl *tile, const tl_probe_impl *probe) 
   tl_probe_amx_over = probe;
 }
 
+/* See tile_impl.h. */
+int tl_tile_pf_l1_v = -1;
+int tl_tile_pf_l1_init(void) {
+  tl_cpu_info ci;
+  tl_cpu_detect(&ci);
+  const int v = ci.l1d_bytes >= TL_TILE_PF_L1_MIN;
+  __atomic_store_n(&tl_tile_pf_l1_v, v, __ATOMIC_RELAXED);
+  return v;
+}
+
 /* The implementation registered for exactly this level, or NULL (also for a level outside the
  * table). */
 const tl_tile_impl *tl_tile_impl_at(tl_isa isa) {

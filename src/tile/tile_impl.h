@@ -105,6 +105,27 @@ static inline float tl_tile_bf16_daz(uint16_t h) {
   return tl_bf16_to_f32(h);
 }
 
+/* Where the dots' streams of b are prefetched (the one-pass tile kernels' lines TL_TILE_STREAM_PF
+ * ahead, the streaming walks' next sweep, tl_sweep_pf): into L1 (prefetcht0) on a CPU whose L1d
+ * has at least TL_TILE_PF_L1_MIN bytes, else into L2 only (prefetcht1). Beside the stream a 3-16-
+ * row kernel keeps its packed a in L1 (bf16 / int8 up to 32 KiB) and a walk the sweep it reads (8
+ * rows of b, 32-64 KiB): with a 32 KiB L1 the lines prefetched into it evict them. On a Zen 4 VM
+ * (L1d 32 KiB; `tilec bench gemm --threads 2 --dtype D --peers none`, an environment toggle in
+ * one build, 5 rounds alternating, medians, ms), into L2 against into L1: pre-packed int8
+ * 16x4096x4096 0.88 -> 0.75, 8 rows 0.73 -> 0.56, 16x11008x4096 2.24 -> 1.92; bf16 1.69 -> 1.44,
+ * 1.41 -> 1.08, 4.60 -> 3.89; f32 2.99 -> 2.69, 2.43 -> 2.06, 8.01 -> 7.12; the walks (plain b)
+ * int8 1x4096x4096 0.79 -> 0.58, 2 rows 0.87 -> 0.59, 1x11008x4096 2.14 -> 1.52; bf16 1.26 ->
+ * 0.99, 1.44 -> 1.14, 3.32 -> 3.07; f32 2.71 -> 2.11, 2.83 -> 2.11, 7.34 -> 6.14. The Zen 5 VM
+ * (L1d 48 KiB), where the L1 hint was chosen, keeps it (the L2 hint was not measured there). */
+#define TL_TILE_PF_L1_MIN (48 * 1024)
+/* 1: prefetch the streams into L1; 0: into L2 (the CPU's L1d, detected once; registry.c). */
+int tl_tile_pf_l1_init(void);
+extern int tl_tile_pf_l1_v; /* -1 until tl_tile_pf_l1_init has run */
+static inline int tl_tile_pf_l1(void) {
+  const int v = __atomic_load_n(&tl_tile_pf_l1_v, __ATOMIC_RELAXED);
+  return v >= 0 ? v : tl_tile_pf_l1_init();
+}
+
 /* How far ahead, in bytes, the dots' one-pass kernels for 5-16 rows over tiled b (f32
  * tl_a5_kern16, bf16 / int8 tl_bf_tile16) prefetch the tile stream they read into L1: on the Zen 5
  * VM, f32 16x4096x4096 with b pre-packed ran 1.65-1.70 ms at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at
@@ -172,18 +193,22 @@ static inline void tl_tile_i8_pairs(int32_t *buf, int64_t nw, const tl_ref *b, i
 typedef struct tl_sweep_pf {
   const char *row; /* the row the cursor is in, NULL when done */
   int64_t col, rowb, ld, rows;
+  int l1; /* into L1 (tl_tile_pf_l1) or L2 */
 } tl_sweep_pf;
 
 /* A cursor at the start of rows rows of rowb bytes (row stride ld) at p; none when rows <= 0. */
 static inline tl_sweep_pf tl_sweep_pf_at(const void *p, int64_t rows, int64_t rowb, int64_t ld) {
-  return (tl_sweep_pf){.row = rows > 0 && rowb > 0 ? (const char *)p : NULL, .col = 0, .rowb = rowb, .ld = ld, .rows = rows};
+  const int on = rows > 0 && rowb > 0;
+  return (tl_sweep_pf){.row = on ? (const char *)p : NULL, .col = 0, .rowb = rowb, .ld = ld, .rows = rows,
+                       .l1 = on && tl_tile_pf_l1()};
 }
 
-/* Prefetches (into L2 and L1: the measured hint) the next bytes bytes of the cursor's run and
- * advances it; nothing past its last row. */
+/* Prefetches (into L1 or L2: tl_tile_pf_l1) the next bytes bytes of the cursor's run and advances
+ * it; nothing past its last row. */
 static inline __attribute__((always_inline)) void tl_sweep_pf_issue(tl_sweep_pf *c, int64_t bytes) {
   for (int64_t x = 0; x < bytes && c->row; x += 64) {
-    __builtin_prefetch(c->row + c->col, 0, 3);
+    if (c->l1) __builtin_prefetch(c->row + c->col, 0, 3);
+    else __builtin_prefetch(c->row + c->col, 0, 2);
     if ((c->col += 64) >= c->rowb) {
       c->col -= c->rowb, c->row += c->ld;
       if (--c->rows == 0) c->row = NULL;

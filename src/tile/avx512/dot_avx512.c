@@ -177,8 +177,8 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
 /* 5-16 rows of acc over one 16-column tile of b read in place (tiled16: the tile's rows of 16
  * floats one after another), a packed by tl_a5_pack_a: every row of acc in one pass with up to 16
  * zmm accumulators, so each line of b is loaded once, and b's lines are prefetched
- * TL_TILE_STREAM_PF bytes ahead into L1 (past the tile's end: the next tile of the tile row,
- * which the caller reads next). The 8x32 panels ran 9-16 rows as two passes over 64 KiB of b, only the second one
+ * TL_TILE_STREAM_PF bytes ahead into L1 (into L2 where the L1 is small: tl_tile_pf_l1; past the
+ * tile's end: the next tile of the tile row, which the caller reads next). The 8x32 panels ran 9-16 rows as two passes over 64 KiB of b, only the second one
  * prefetching (the next panel, into L2), and 5-8 rows with no prefetch. A throwaway harness
  * streaming 64 MiB of such tiles on the 2 threads of the Zen 5 VM measured 16 rows in one pass at
  * 2.1-2.7 ms without prefetch, 1.9-2.0 with lines 2 KiB ahead, 1.62-1.79 at 4 KiB and 1.48-1.70
@@ -192,8 +192,10 @@ static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t k
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) acc[i] = i < mr && accum ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
+  const int l1 = tl_tile_pf_l1();
   for (int64_t k = 0; k < kc; k++) {
-    _mm_prefetch((const char *)(b + k * 16) + TL_TILE_STREAM_PF, _MM_HINT_T0);
+    if (l1) _mm_prefetch((const char *)(b + k * 16) + TL_TILE_STREAM_PF, _MM_HINT_T0);
+    else _mm_prefetch((const char *)(b + k * 16) + TL_TILE_STREAM_PF, _MM_HINT_T1);
     const __m512 bk = _mm512_loadu_ps(b + k * 16);
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) {

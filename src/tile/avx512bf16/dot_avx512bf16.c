@@ -109,7 +109,8 @@ static inline __attribute__((always_inline)) __m512i tl_bf_step(tl_bf_mode mode,
  * esz = bytes per element (2 or 1). kk may be any count >= 0; the last group may be partial.
  * pfk 1 (pfo != 0): every vector of b read is followed by a prefetch into L2 of the one pfo bytes
  * further (the next panel; tl_bf_kern gives it); pfk 2: of the same stream pfo bytes ahead, into
- * L1 (tl_bf_tile16). mode, mr, nv and pfk are compile-time constants at every call. */
+ * L1 (tl_bf_tile16; into L2 where the L1 is small, tl_tile_pf_l1). mode, mr, nv and pfk are
+ * compile-time constants at every call. */
 static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode, int mr, int nv, int pfk, int64_t kk,
                                                                 const char *a, int64_t ldab, int64_t ags,
                                                                 const tl_bf_bsrc *src, char *c, int64_t ldcb,
@@ -130,6 +131,7 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
   const __m512i bias = _mm512_set1_epi32((int)0x80808080u), ones = _mm512_set1_epi32(0x01010101);
   const int64_t full = kk / ge, rest = kk % ge;
   const char *s0 = src->b0, *s1 = src->b1;
+  const int pl1 = pfk == 2 && tl_tile_pf_l1();
   int64_t g = 0;
   while (g < full) {
     const int64_t cnt = full - g < src->kseg ? full - g : src->kseg;
@@ -137,8 +139,9 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
       if (pfk == 1) { /* the next panel's vectors, one group each, into L2 */
         _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T1);
         if (nv == 2) _mm_prefetch(s1 + q * src->rowb + pfo, _MM_HINT_T1);
-      } else if (pfk == 2) { /* this stream, pfo bytes ahead, into L1 (tl_bf_tile16) */
-        _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T0);
+      } else if (pfk == 2) { /* this stream, pfo bytes ahead, into L1 (tl_bf_tile16; L2 with a small L1) */
+        if (pl1) _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T0);
+        else _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T1);
       }
       const __m512i bv0 = _mm512_loadu_si512(s0 + q * src->rowb);
       const __m512i bv1 = nv == 2 ? _mm512_loadu_si512(s1 + q * src->rowb) : _mm512_setzero_si512();
