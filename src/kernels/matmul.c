@@ -66,10 +66,12 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
 #define TL_MM_SHAPES() \
   (tl_shape_str(a, sa, sizeof sa), tl_shape_str(b, sb, sizeof sb), tl_shape_str(c, sc, sizeof sc))
   if (K != Kb)
-    return TL_MM_SHAPES(), tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)", sa,
+    return TL_MM_SHAPES(),
+           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)", sa,
                        (long long)K, sb, (long long)Kb);
   if (c->shape[c->ndim - 2] != M || c->shape[c->ndim - 1] != N)
-    return TL_MM_SHAPES(), tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: c is %s, expected [..., M = %lld, N = %lld] for a %s @ b %s", sc,
+    return TL_MM_SHAPES(),
+           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: c is %s, expected [..., M = %lld, N = %lld] for a %s @ b %s", sc,
                        (long long)M, (long long)N, sa, sb);
   /* batch dims: a's and b's broadcast (size 1, or missing) against c's */
   const int nbc = c->ndim - 2;
@@ -77,12 +79,14 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
     const tl_tensor *t = t3[i];
     const int nbt = t->ndim - 2;
     if (nbt > nbc)
-      return TL_MM_SHAPES(), tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s with %d batch dims, c is %s with %d", nm[i],
+      return TL_MM_SHAPES(),
+             tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s with %d batch dims, c is %s with %d", nm[i],
                          i ? sb : sa, nbt, sc, nbc);
     for (int d = 0; d < nbt; d++) {
       int64_t ts = t->shape[d], cs = c->shape[nbc - nbt + d];
       if (ts != cs && ts != 1)
-        return TL_MM_SHAPES(), tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s, c is %s: %s's dim %d is %lld, c's is %lld (must be equal or 1)",
+        return TL_MM_SHAPES(),
+               tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s, c is %s: %s's dim %d is %lld, c's is %lld (must be equal or 1)",
                            nm[i], i ? sb : sa, sc, nm[i], d, (long long)ts, (long long)cs);
     }
   }

@@ -118,6 +118,7 @@ float *tl_kcase_alloc_f32(tl_kcase *kc, int slot, int64_t n, double lo, double h
   }
   return p;
 }
+
 /* See kernels_impl.h. */
 const char *tl_shape_str(const tl_tensor *t, char *buf, size_t n) {
   size_t off = (size_t)snprintf(buf, n, "[");
@@ -126,4 +127,3 @@ const char *tl_shape_str(const tl_tensor *t, char *buf, size_t n) {
   if (off < n) snprintf(buf + off, n - off, "]");
   return buf;
 }
-

@@ -178,8 +178,9 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
  * floats one after another), a packed by tl_a5_pack_a: every row of acc in one pass with up to 16
  * zmm accumulators, so each line of b is loaded once, and b's lines are prefetched
  * TL_TILE_STREAM_PF bytes ahead into L1 (into L2 where the L1 is small: tl_tile_pf_l1; past the
- * tile's end: the next tile of the tile row, which the caller reads next). The 8x32 panels ran 9-16 rows as two passes over 64 KiB of b, only the second one
- * prefetching (the next panel, into L2), and 5-8 rows with no prefetch. A throwaway harness
+ * tile's end: the next tile of the tile row, which the caller reads next). The 8x32 panels ran
+ * 9-16 rows as two passes over 64 KiB of b, only the second one prefetching (the next panel,
+ * into L2), and 5-8 rows with no prefetch. A throwaway harness
  * streaming 64 MiB of such tiles on the 2 threads of the Zen 5 VM measured 16 rows in one pass at
  * 2.1-2.7 ms without prefetch, 1.9-2.0 with lines 2 KiB ahead, 1.62-1.79 at 4 KiB and 1.48-1.70
  * at 6-12 KiB; tl_matmul with b pre-packed (16x4096x4096, three alternating runs) 1.65-1.70 ms
