@@ -374,6 +374,58 @@ static void test_packed_a_window(void) {
     }
 }
 
+/* bf16 / int8 with b left row-major (up to 16 rows of a, b not streamed): a and b are windows
+ * of larger buffers poisoned past K in a's rows, past N in b's rows and in the row after each
+ * (NaN / 0x5A). Since 2026-11-27 both are read in place at the edge blocks too (the plan stages
+ * neither), the dot narrowed to the valid part: a read past K or N shows in c (NaN, or a wrong
+ * exact int8 sum). Shapes whose N and K divide no block, 1-16 rows. */
+static void test_rm_window(void) {
+  const int64_t shapes[][3] = {{1, 1000, 1000}, {2, 1000, 1000}, {3, 45, 333}, {7, 130, 77}, {16, 300, 1001}, {5, 17, 3}};
+  const tl_dtype das[2] = {TL_BF16, TL_U8}, dbs[2] = {TL_BF16, TL_I8}, dcs[2] = {TL_F32, TL_I32};
+  tl_ctx_info info;
+  tl_ctx_info_get(g_ctx, &info);
+  for (int d = 0; d < 2; d++)
+    for (size_t t = 0; t < TL_ARRAY_LEN_T(shapes); t++) {
+      const int64_t M = shapes[t][0], N = shapes[t][1], K = shapes[t][2], lda = K + 13, ldb = N + 19, oa = 3, ob = 5;
+      const int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N}, swa[2] = {M + 1, lda}, swb[2] = {K + 1, ldb};
+      mm_t wa = mk(das[d], 2, swa, 0, -1), wb = mk(dbs[d], 2, swb, 0, -1), srca = mk(das[d], 2, sa, 0, -1);
+      mm_t srcb = mk(dbs[d], 2, sb, 0, -1), c = mk(dcs[d], 2, sc, 0, -1);
+      fill_nan(&wa.t), fill_nan(&wb.t);
+      const size_t es = tl_dtype_size(das[d]);
+      for (int64_t i = 0; i < M; i++) memcpy((char *)wa.mem + (i * lda + oa) * es, (char *)srca.mem + i * K * es, (size_t)K * es);
+      for (int64_t k = 0; k < K; k++) memcpy((char *)wb.mem + (k * ldb + ob) * es, (char *)srcb.mem + k * N * es, (size_t)N * es);
+      tl_tensor a = tl_tensor_make((char *)wa.mem + oa * es, das[d], 2, sa), b = tl_tensor_make((char *)wb.mem + ob * es, dbs[d], 2, sb);
+      a.stride[0] = lda, b.stride[0] = ldb;
+      /* the plan: b left row-major, a and b in place */
+      tl_mm_build bd;
+      const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+      tl_status s = tl_mm_prepare(g_ctx, &a, &b, &c.t, &o, &bd);
+      CHECK(s == TL_OK, "[%s] prepare: %s", g_isa, tl_ctx_error(g_ctx));
+      if (s == TL_OK && M <= (info.isa >= TL_ISA_AMX ? 15 : 16))
+        CHECK(bd.run.rm && !bd.run.stream && bd.in[bd.run.ia].stage == TL_STAGE_NEVER && bd.in[bd.run.ib].stage == TL_STAGE_NEVER,
+              "[%s] %s %lldx%lldx%lld window: rm %d stream %d, a stage %d, b stage %d (expected rm, both in place)", g_isa,
+              tl_dtype_name(das[d]), (long long)M, (long long)N, (long long)K, bd.run.rm, bd.run.stream,
+              (int)bd.in[bd.run.ia].stage, (int)bd.in[bd.run.ib].stage);
+      double *ref = malloc(sizeof(double) * (size_t)(M * N)), *out = malloc(sizeof(double) * (size_t)(M * N));
+      mm_case mc = plain(das[d], dbs[d], dcs[d], M, N, K);
+      reference(&mc, &srca.t, &srcb.t, &c.t, NULL, NULL, NULL, NULL, ref);
+      fill_nan(&c.t);
+      s = tl_matmul(g_ctx, &a, &b, &c.t, NULL);
+      CHECK(s == TL_OK, "[%s] rm window: %s", g_isa, tl_ctx_error(g_ctx));
+      if (s == TL_OK) {
+        read_c(&c.t, out);
+        double err = 0;
+        if (dcs[d] == TL_I32)
+          for (int64_t i = 0; i < M * N; i++) err = fmax(err, fabs(out[i] - ref[i]));
+        else
+          err = test_rel_err(out, ref, M * N);
+        CHECK(err >= 0 && err <= tol_for(&mc), "[%s] %s windows of a and b %lldx%lldx%lld: err %.3g", g_isa,
+              tl_dtype_name(das[d]), (long long)M, (long long)N, (long long)K, err);
+      }
+      free(wa.mem), free(wb.mem), free(srca.mem), free(srcb.mem), free(c.mem), free(ref), free(out);
+    }
+}
+
 /* 9-31 rows of a over several panels and K blocks, b pre-packed (and f32 b row-major in place):
  * the paths where the last row block prefetches the next panel; equal to unpacked bit for bit.
  * Also the balanced K blocks (the packed tile row) of tl_mm_pack_tile_r. */
@@ -1360,6 +1412,7 @@ int main(void) {
     RUN(test_int8);
     RUN(test_packed_f32);
     RUN(test_packed_a_window);
+    RUN(test_rm_window);
     RUN(test_packed_per_call_vnni);
     RUN(test_autopack_rule);
     RUN(test_packed_skinny);
