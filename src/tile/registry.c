@@ -46,7 +46,7 @@ int tl_tile_pf_l1_v = -1;
 int tl_tile_pf_l1_init(void) {
   tl_cpu_info ci;
   tl_cpu_detect(&ci);
-  const int v = ci.l1d_bytes >= TL_TILE_PF_L1_MIN;
+  const int v = ci.l1d_bytes == 0 || ci.l1d_bytes >= TL_TILE_PF_L1_MIN;
   __atomic_store_n(&tl_tile_pf_l1_v, v, __ATOMIC_RELAXED);
   return v;
 }

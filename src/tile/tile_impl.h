@@ -107,16 +107,19 @@ static inline float tl_tile_bf16_daz(uint16_t h) {
 
 /* Where the dots' streams of b are prefetched (the one-pass tile kernels' lines TL_TILE_STREAM_PF
  * ahead, the streaming walks' next sweep, tl_sweep_pf): into L1 (prefetcht0) on a CPU whose L1d
- * has at least TL_TILE_PF_L1_MIN bytes, else into L2 only (prefetcht1). Beside the stream a 3-16-
- * row kernel keeps its packed a in L1 (bf16 / int8 up to 32 KiB) and a walk the sweep it reads (8
- * rows of b, 32-64 KiB): with a 32 KiB L1 the lines prefetched into it evict them. On a Zen 4 VM
- * (L1d 32 KiB; `tilec bench gemm --threads 2 --dtype D --peers none`, an environment toggle in
- * one build, 5 rounds alternating, medians, ms), into L2 against into L1: pre-packed int8
- * 16x4096x4096 0.88 -> 0.75, 8 rows 0.73 -> 0.56, 16x11008x4096 2.24 -> 1.92; bf16 1.69 -> 1.44,
- * 1.41 -> 1.08, 4.60 -> 3.89; f32 2.99 -> 2.69, 2.43 -> 2.06, 8.01 -> 7.12; the walks (plain b)
- * int8 1x4096x4096 0.79 -> 0.58, 2 rows 0.87 -> 0.59, 1x11008x4096 2.14 -> 1.52; bf16 1.26 ->
- * 0.99, 1.44 -> 1.14, 3.32 -> 3.07; f32 2.71 -> 2.11, 2.83 -> 2.11, 7.34 -> 6.14. The Zen 5 VM
- * (L1d 48 KiB), where the L1 hint was chosen, keeps it (the L2 hint was not measured there). */
+ * has at least TL_TILE_PF_L1_MIN bytes (or whose L1d size is unknown: as before), else into L2
+ * only (prefetcht1). Beside the stream a 3-16-row kernel keeps its packed a in L1 (bf16 / int8 up
+ * to 32 KiB) and a walk the sweep it reads (bf16 / int8 8 rows of b, f32 4: 32-64 KiB at N =
+ * 4096): with a 32 KiB L1 the lines prefetched into it evict them. On a Zen 4 VM (L1d 32 KiB;
+ * `tilec bench gemm --threads 2 --dtype D --peers none`, an environment toggle in one build, 5
+ * rounds alternating, medians, ms), into L1 against into L2: pre-packed int8 16x4096x4096 0.88 ->
+ * 0.75, 8 rows 0.73 -> 0.56, 16x11008x4096 2.24 -> 1.92; bf16 1.69 -> 1.44, 1.41 -> 1.08, 4.60 ->
+ * 3.89; f32 2.99 -> 2.69, 2.43 -> 2.06, 8.01 -> 7.12; the walks (plain b) int8 1x4096x4096 0.79 ->
+ * 0.58, 2 rows 0.87 -> 0.59, 1x11008x4096 2.14 -> 1.52; bf16 1.26 -> 0.99, 1.44 -> 1.14, 3.32 ->
+ * 3.07; f32 2.71 -> 2.11, 2.83 -> 2.11, 7.34 -> 6.14; the AVX2 walk (TILEC_ISA=avx2): see
+ * docs/matmul.md "Where the streams are prefetched". The Zen 5 VM (L1d 48 KiB), where the L1 hint
+ * was chosen, keeps it (the L2 hint was not measured there). The answer is the process's, as the
+ * CPU detection it comes from (tl_cpu_detect), not a context's. */
 #define TL_TILE_PF_L1_MIN (48 * 1024)
 /* 1: prefetch the streams into L1; 0: into L2 (the CPU's L1d, detected once; registry.c). */
 int tl_tile_pf_l1_init(void);
@@ -126,9 +129,9 @@ static inline int tl_tile_pf_l1(void) {
   return v >= 0 ? v : tl_tile_pf_l1_init();
 }
 
-/* How far ahead, in bytes, the dots' one-pass kernels for 5-16 rows over tiled b (f32
- * tl_a5_kern16, bf16 / int8 tl_bf_tile16) prefetch the tile stream they read into L1: on the Zen 5
- * VM, f32 16x4096x4096 with b pre-packed ran 1.65-1.70 ms at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at
+/* How far ahead, in bytes, the dots' one-pass kernels over tiled b (f32 tl_a5_kern16 for 5-16
+ * rows, bf16 / int8 tl_bf_tile16 for 3-16) prefetch the tile stream they read (into L1 or L2:
+ * tl_tile_pf_l1): on the Zen 5 VM, into L1, f32 16x4096x4096 with b pre-packed ran 1.65-1.70 ms at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at
  * 12 and 1.54-1.57 at 16 (docs/matmul.md, "Dot paths"). */
 #define TL_TILE_STREAM_PF 12288
 
