@@ -131,8 +131,10 @@ static inline int tl_tile_pf_l1(void) {
 
 /* How far ahead, in bytes, the dots' one-pass kernels over tiled b (f32 tl_a5_kern16 for 5-16
  * rows, bf16 / int8 tl_bf_tile16 for 3-16) prefetch the tile stream they read (into L1 or L2:
- * tl_tile_pf_l1): on the Zen 5 VM, into L1, f32 16x4096x4096 with b pre-packed ran 1.65-1.70 ms at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at
- * 12 and 1.54-1.57 at 16 (docs/matmul.md, "Dot paths"). */
+ * tl_tile_pf_l1): on the Zen 5 VM, into L1, f32 16x4096x4096 with b pre-packed ran 1.65-1.70 ms
+ * at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at 12 and 1.54-1.57 at 16 (docs/matmul.md, "Dot paths"); on
+ * the Zen 4 VM, into L2, 24 and 48 KiB measured no faster than 12 (int8 / bf16 3-16 rows, 4
+ * rounds). */
 #define TL_TILE_STREAM_PF 12288
 
 /* A row-major b block of at most this many bytes whose panels stay in L1 (tl_tile_b_fits_l1) is
