@@ -55,10 +55,7 @@ static tl_status tl_attn_check(tl_ctx *ctx, const tl_tensor *q, const tl_tensor 
   if ((s = tl_attn_check_t(ctx, q, "q")) != TL_OK || (s = tl_attn_check_t(ctx, k, "k")) != TL_OK ||
       (s = tl_attn_check_t(ctx, v, "v")) != TL_OK || (s = tl_attn_check_t(ctx, o, "o")) != TL_OK)
     return s;
-  /* the shapes as text, formatted only on a refusal (tl_shape_str) */
-#define TL_ATTN_SHAPES() \
-  (tl_shape_str(q, sq, sizeof sq), tl_shape_str(k, sk, sizeof sk), tl_shape_str(v, sv, sizeof sv), \
-   tl_shape_str(o, so, sizeof so))
+  /* (the shapes are formatted in the refusals' arguments only: every call comes here) */
   if (q->dtype != TL_F32 && q->dtype != TL_BF16)
     return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_attention: q is %s; supported: f32, bf16", tl_dtype_name(q->dtype));
   if (k->dtype != q->dtype || v->dtype != q->dtype)
@@ -69,25 +66,24 @@ static tl_status tl_attn_check(tl_ctx *ctx, const tl_tensor *q, const tl_tensor 
                        tl_dtype_name(q->dtype));
   for (int d = 0; d < 4; d++)
     if (o->shape[d] != q->shape[d])
-      return TL_ATTN_SHAPES(),
-             tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: o is %s, expected q's shape %s", so, sq);
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: o is %s, expected q's shape %s", tl_shape_str(o, so, sizeof so),
+                         tl_shape_str(q, sq, sizeof sq));
   for (int d = 0; d < 4; d++)
     if (v->shape[d] != k->shape[d])
-      return TL_ATTN_SHAPES(),
-             tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: v is %s, expected k's shape %s", sv, sk);
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: v is %s, expected k's shape %s", tl_shape_str(v, sv, sizeof sv),
+                         tl_shape_str(k, sk, sizeof sk));
   if (k->shape[0] != q->shape[0])
-    return TL_ATTN_SHAPES(),
-           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: batch mismatch: q is %s (B = %lld), k is %s (B = %lld)", sq,
-                       (long long)q->shape[0], sk, (long long)k->shape[0]);
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: batch mismatch: q is %s (B = %lld), k is %s (B = %lld)",
+                       tl_shape_str(q, sq, sizeof sq), (long long)q->shape[0], tl_shape_str(k, sk, sizeof sk),
+                       (long long)k->shape[0]);
   if (k->shape[3] != q->shape[3])
-    return TL_ATTN_SHAPES(),
-           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: head dim mismatch: q is %s (D = %lld), k is %s (D = %lld)", sq,
-                       (long long)q->shape[3], sk, (long long)k->shape[3]);
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: head dim mismatch: q is %s (D = %lld), k is %s (D = %lld)",
+                       tl_shape_str(q, sq, sizeof sq), (long long)q->shape[3], tl_shape_str(k, sk, sizeof sk),
+                       (long long)k->shape[3]);
   const int64_t Hq = q->shape[1], Hkv = k->shape[1];
   if ((Hkv == 0 && Hq != 0) || (Hkv != 0 && Hq % Hkv != 0))
-    return TL_ATTN_SHAPES(),
-           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: q has %lld heads and k %lld: Hq must be a multiple of Hkv (q %s, k %s)",
-                       (long long)Hq, (long long)Hkv, sq, sk);
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: q has %lld heads and k %lld: Hq must be a multiple of Hkv (q %s, k %s)",
+                       (long long)Hq, (long long)Hkv, tl_shape_str(q, sq, sizeof sq), tl_shape_str(k, sk, sizeof sk));
   if (op->causal != 0 && op->causal != 1)
     return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_attention: opts->causal is %d; expected 0 or 1", op->causal);
   if (!isfinite(op->scale))
@@ -105,17 +101,17 @@ static tl_status tl_attn_check(tl_ctx *ctx, const tl_tensor *q, const tl_tensor 
       return tl_ctx_fail(ctx, TL_ERR_DTYPE, "tl_attention: mask is %s; it must be f32 or q's dtype (%s)", tl_dtype_name(m->dtype),
                          tl_dtype_name(q->dtype));
     if (m->ndim < 1 || m->ndim > 4)
-      return tl_shape_str(m, sm, sizeof sm),
-             tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: mask is %s (%d dims); expected 1 to 4 dims broadcastable to [B, Hq, Sq, Sk] = [%lld, %lld, %lld, %lld]",
-                         sm, m->ndim, (long long)full[0], (long long)full[1], (long long)full[2], (long long)full[3]);
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: mask is %s (%d dims); expected 1 to 4 dims broadcastable to [B, Hq, Sq, Sk] = [%lld, %lld, %lld, %lld]",
+                         tl_shape_str(m, sm, sizeof sm), m->ndim, (long long)full[0], (long long)full[1], (long long)full[2],
+                         (long long)full[3]);
     *mask4 = *m;
     mask4->ndim = 4;
     for (int d = 3, e = m->ndim - 1; d >= 0; d--, e--) {
       int64_t ms = e >= 0 ? m->shape[e] : 1;
       if (ms != full[d] && ms != 1)
-        return tl_shape_str(m, sm, sizeof sm),
-               tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: mask is %s, not broadcastable to [B, Hq, Sq, Sk] = [%lld, %lld, %lld, %lld]: its dim %d is %lld",
-                           sm, (long long)full[0], (long long)full[1], (long long)full[2], (long long)full[3], e, (long long)ms);
+        return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_attention: mask is %s, not broadcastable to [B, Hq, Sq, Sk] = [%lld, %lld, %lld, %lld]: its dim %d is %lld",
+                           tl_shape_str(m, sm, sizeof sm), (long long)full[0], (long long)full[1], (long long)full[2],
+                           (long long)full[3], e, (long long)ms);
       mask4->shape[d] = full[d];
       mask4->stride[d] = (e >= 0 && ms == full[d] && full[d] != 1) ? m->stride[e] : 0;
     }
@@ -141,7 +137,6 @@ static tl_status tl_attn_check(tl_ctx *ctx, const tl_tensor *q, const tl_tensor 
     }
   }
   return TL_OK;
-#undef TL_ATTN_SHAPES
 }
 
 /* ---- config and build ---- */

@@ -61,33 +61,29 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
   if (c->layout.tiled) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: c is tiled; c must be row-major");
   const int64_t M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
   const int64_t Kb = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
-  /* the shapes as text for the messages, formatted only on a refusal (every call comes here: the
-   * nine snprintf calls took about a tenth of a cached 64x64x64 int8 call) */
-#define TL_MM_SHAPES() \
-  (tl_shape_str(a, sa, sizeof sa), tl_shape_str(b, sb, sizeof sb), tl_shape_str(c, sc, sizeof sc))
+  /* (every call comes here: the shapes are formatted in the refusals' arguments only; formatted
+   * up front, their nine snprintf calls were a tenth of a cached 64x64x64 int8 call) */
   if (K != Kb)
-    return TL_MM_SHAPES(),
-           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)", sa,
-                       (long long)K, sb, (long long)Kb);
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)",
+                       tl_shape_str(a, sa, sizeof sa), (long long)K, tl_shape_str(b, sb, sizeof sb), (long long)Kb);
   if (c->shape[c->ndim - 2] != M || c->shape[c->ndim - 1] != N)
-    return TL_MM_SHAPES(),
-           tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: c is %s, expected [..., M = %lld, N = %lld] for a %s @ b %s", sc,
-                       (long long)M, (long long)N, sa, sb);
+    return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: c is %s, expected [..., M = %lld, N = %lld] for a %s @ b %s",
+                       tl_shape_str(c, sc, sizeof sc), (long long)M, (long long)N, tl_shape_str(a, sa, sizeof sa),
+                       tl_shape_str(b, sb, sizeof sb));
   /* batch dims: a's and b's broadcast (size 1, or missing) against c's */
   const int nbc = c->ndim - 2;
   for (int i = 0; i < 2; i++) {
     const tl_tensor *t = t3[i];
     const int nbt = t->ndim - 2;
     if (nbt > nbc)
-      return TL_MM_SHAPES(),
-             tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s with %d batch dims, c is %s with %d", nm[i],
-                         i ? sb : sa, nbt, sc, nbc);
+      return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s with %d batch dims, c is %s with %d", nm[i],
+                         tl_shape_str(t, sa, sizeof sa), nbt, tl_shape_str(c, sc, sizeof sc), nbc);
     for (int d = 0; d < nbt; d++) {
       int64_t ts = t->shape[d], cs = c->shape[nbc - nbt + d];
       if (ts != cs && ts != 1)
-        return TL_MM_SHAPES(),
-               tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s, c is %s: %s's dim %d is %lld, c's is %lld (must be equal or 1)",
-                           nm[i], i ? sb : sa, sc, nm[i], d, (long long)ts, (long long)cs);
+        return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: batch mismatch: %s is %s, c is %s: %s's dim %d is %lld, c's is %lld (must be equal or 1)",
+                           nm[i], tl_shape_str(t, sa, sizeof sa), tl_shape_str(c, sc, sizeof sc), nm[i], d, (long long)ts,
+                           (long long)cs);
     }
   }
   /* dtypes */
@@ -148,7 +144,6 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
     if (!r->data && tl_tensor_numel(r) > 0) return tl_ctx_fail(ctx, TL_ERR_INVALID, "tl_matmul: residual has NULL data");
   }
   return TL_OK;
-#undef TL_MM_SHAPES
 }
 
 /* ---- config ---- */
