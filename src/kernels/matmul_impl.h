@@ -58,9 +58,7 @@ static inline int64_t tl_mm_round_up(int64_t x, int64_t m) { return (x + m - 1) 
 /* Balanced blocks: ceil(n / cap) blocks of about equal size, rounded up to a multiple of m (the
  * last one shorter where that rounding overshoots). */
 static inline int64_t tl_mm_balanced(int64_t n, int64_t cap, int64_t m) {
-  if (n <= 0) return m;
-  const int64_t nb = (n + cap - 1) / cap;
-  return tl_mm_round_up((n + nb - 1) / nb, m);
+  return n <= 0 ? m : tl_mm_round_up(TL_CDIV(n, TL_CDIV(n, cap)), m);
 }
 /* The f32 sweep (tl_mm_run.sweep): up to TL_MM_SWEEP_M rows of a (below the AVX-512 dot's 32,
  * from which it packs b), N blocks of at most TL_MM_SWEEP_BN columns. */

@@ -128,6 +128,11 @@ static inline int tl_tile_pf_l1(void) {
   const int v = __atomic_load_n(&tl_tile_pf_l1_v, __ATOMIC_RELAXED);
   return v >= 0 ? v : tl_tile_pf_l1_init();
 }
+/* One line of a stream prefetched into L1 (l1, from tl_tile_pf_l1 read once per call) or L2. */
+static inline __attribute__((always_inline)) void tl_tile_pf_stream(const void *p, int l1) {
+  if (l1) __builtin_prefetch(p, 0, 3);
+  else __builtin_prefetch(p, 0, 2);
+}
 
 /* How far ahead, in bytes, the dots' one-pass kernels over tiled b (f32 tl_a5_kern16 for 5-16
  * rows, bf16 / int8 tl_bf_tile16 for 3-16) prefetch the tile stream they read (into L1 or L2:
@@ -212,8 +217,7 @@ static inline tl_sweep_pf tl_sweep_pf_at(const void *p, int64_t rows, int64_t ro
  * it; nothing past its last row. */
 static inline __attribute__((always_inline)) void tl_sweep_pf_issue(tl_sweep_pf *c, int64_t bytes) {
   for (int64_t x = 0; x < bytes && c->row; x += 64) {
-    if (c->l1) __builtin_prefetch(c->row + c->col, 0, 3);
-    else __builtin_prefetch(c->row + c->col, 0, 2);
+    tl_tile_pf_stream(c->row + c->col, c->l1);
     if ((c->col += 64) >= c->rowb) {
       c->col -= c->rowb, c->row += c->ld;
       if (--c->rows == 0) c->row = NULL;

@@ -195,8 +195,7 @@ static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t k
   for (int i = 0; i < 16; i++) acc[i] = i < mr && accum ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
   const int l1 = tl_tile_pf_l1();
   for (int64_t k = 0; k < kc; k++) {
-    if (l1) _mm_prefetch((const char *)(b + k * 16) + TL_TILE_STREAM_PF, _MM_HINT_T0);
-    else _mm_prefetch((const char *)(b + k * 16) + TL_TILE_STREAM_PF, _MM_HINT_T1);
+    tl_tile_pf_stream((const char *)(b + k * 16) + TL_TILE_STREAM_PF, l1);
     const __m512 bk = _mm512_loadu_ps(b + k * 16);
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) {

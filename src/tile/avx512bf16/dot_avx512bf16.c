@@ -140,8 +140,7 @@ static inline __attribute__((always_inline)) void tl_bf_kern_pf(tl_bf_mode mode,
         _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T1);
         if (nv == 2) _mm_prefetch(s1 + q * src->rowb + pfo, _MM_HINT_T1);
       } else if (pfk == 2) { /* this stream, pfo bytes ahead, into L1 (tl_bf_tile16; L2 with a small L1) */
-        if (pl1) _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T0);
-        else _mm_prefetch(s0 + q * src->rowb + pfo, _MM_HINT_T1);
+        tl_tile_pf_stream(s0 + q * src->rowb + pfo, pl1);
       }
       const __m512i bv0 = _mm512_loadu_si512(s0 + q * src->rowb);
       const __m512i bv1 = nv == 2 ? _mm512_loadu_si512(s1 + q * src->rowb) : _mm512_setzero_si512();
