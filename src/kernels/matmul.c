@@ -62,7 +62,7 @@ static tl_status tl_mm_check(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b
   const int64_t M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
   const int64_t Kb = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
   /* (every call comes here: the shapes are formatted in the refusals' arguments only; formatted
-   * up front, their nine snprintf calls were a tenth of a cached 64x64x64 int8 call) */
+   * up front, their nine snprintf calls were a tenth of a cached 64x64x64 int8 call under perf) */
   if (K != Kb)
     return tl_ctx_fail(ctx, TL_ERR_SHAPE, "tl_matmul: K mismatch: a is %s (K = %lld) but b is %s (K = %lld)",
                        tl_shape_str(a, sa, sizeof sa), (long long)K, tl_shape_str(b, sb, sizeof sb), (long long)Kb);
