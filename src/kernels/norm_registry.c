@@ -127,7 +127,7 @@ const tl_kernel_desc tl_kernel_softmax = {
 
 const tl_kernel_desc tl_kernel_layernorm = {
     .name = "layernorm",
-    .summary = "tl_layernorm's one-pass kernel: whole rows, two-pass moments in L2, gamma and beta (f32)",
+    .summary = "tl_layernorm's one-pass kernel: whole rows, shifted moments in one sweep of L1, gamma and beta (f32)",
     .shape_syntax = "ROWSxCOLS",
     .shapes = "4096x1024 16384x4096",
     .make = tl_nr_make_layernorm,

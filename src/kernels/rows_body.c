@@ -27,13 +27,49 @@ static inline float *tl_ro_stat(const tl_ref *s, int k, int64_t i) {
   return (float *)s->data + k * s->stride[1] + i * s->stride[2];
 }
 
+/* The moments of x[0..n) for layernorm: the mean as k + *ml (k returned in *k), and M2 =
+ * sum (x - mean)^2 (returned, >= 0). One sweep about a shift near the mean (moments_row: the mean
+ * of the first few elements); when the shift is further from the mean than one standard deviation
+ * (or x is not finite) a second sweep about the mean found (the corrected two-pass formula), so
+ * that cancellation never costs more than the digits of (mean - shift)^2 / var <= 1. pf: the row
+ * to prefetch meanwhile (may be NULL). */
+static double tl_ro_moments(const tl_ro_run *r, const tl_rows_impl *im, const char *xr, int64_t n, const char *pf,
+                            float *k, double *ml) {
+  const double dn = (double)n;
+  float sd, sd2;
+  im->moments_row(xr, r->xbf, n, k, &sd, &sd2, pf);
+  double d = sd / dn, m2 = sd2 - sd * d;
+  if (!(d * d * dn <= m2)) {
+    *k = (float)(*k + d);
+    im->sumdev_row(xr, r->xbf, n, *k, &sd, &sd2, NULL);
+    d = sd / dn, m2 = sd2 - sd * d;
+  }
+  *ml = d;
+  return m2 < 0 ? 0.0 : m2;
+}
+
+/* norm_row's scalars (mh, r, c) for one row of a layernorm or rmsnorm; pf as tl_ro_moments'. */
+static void tl_ro_norm_stats(const tl_ro_run *r, const tl_rows_impl *im, const char *xr, int64_t n, const char *pf,
+                             float s[3]) {
+  const double dn = (double)n;
+  if (r->kind == TL_RO_RMSNORM) {
+    float sd, sd2;
+    im->sumdev_row(xr, r->xbf, n, 0.0f, &sd, &sd2, pf);
+    s[0] = 0.0f, s[1] = (float)(1.0 / sqrt(sd2 / dn + r->eps)), s[2] = 0.0f;
+    return;
+  }
+  float k;
+  double ml, m2 = tl_ro_moments(r, im, xr, n, pf, &k, &ml);
+  const double rr = 1.0 / sqrt(m2 / dn + r->eps);
+  s[0] = k, s[1] = (float)rr, s[2] = (float)(-ml * rr);
+}
+
 /* One pass over whole rows (I = 1): stats and outputs of each row of the block. */
 static void tl_ro_rows_once(const tl_ro_run *r, const tl_rows_impl *im, tl_ref *refs, int nt) {
   const tl_ref *x = &refs[0], *y = &refs[r->iy];
   const float *g = r->ig >= 0 ? refs[r->ig].data : NULL, *b = r->ib >= 0 ? refs[r->ib].data : NULL;
   float *e = r->ie >= 0 ? refs[r->ie].data : NULL;
   const int64_t n = x->valid[1];
-  const double dn = (double)n;
   for (int64_t o = 0; o < x->valid[0]; o++) {
     const char *xr = tl_ro_at(x, o, 0, 0, r->xbf);
     char *yr = tl_ro_at(y, o, 0, 0, r->ybf);
@@ -53,20 +89,10 @@ static void tl_ro_rows_once(const tl_ro_run *r, const tl_rows_impl *im, tl_ref *
       im->shift_row(yr, r->ybf, xr, r->xbf, n, m, logf(s), nt);
       break;
     }
-    case TL_RO_LAYERNORM: {
-      float mh = (float)(im->sum_row(xr, r->xbf, n) / dn), sd, sd2;
-      im->sumdev_row(xr, r->xbf, n, mh, &sd, &sd2, pf);
-      double ml = sd / dn, var = (sd2 - sd * ml) / dn;
-      if (var < 0) var = 0;
-      double rr = 1.0 / sqrt(var + r->eps);
-      im->norm_row(yr, r->ybf, xr, r->xbf, n, mh, (float)rr, (float)(-ml * rr), g, b, nt);
-      break;
-    }
-    default: { /* TL_RO_RMSNORM */
-      float sd, sd2;
-      im->sumdev_row(xr, r->xbf, n, 0.0f, &sd, &sd2, pf);
-      double rr = 1.0 / sqrt(sd2 / dn + r->eps);
-      im->norm_row(yr, r->ybf, xr, r->xbf, n, 0.0f, (float)rr, 0.0f, g, NULL, nt);
+    default: { /* the norms */
+      float st[3];
+      tl_ro_norm_stats(r, im, xr, n, pf, st);
+      im->norm_row(yr, r->ybf, xr, r->xbf, n, st[0], st[1], st[2], g, b, nt);
       break;
     }
     }
@@ -107,8 +133,8 @@ static inline float tl_ro_sm_merge(float m, float cm, float *s, float *base) {
 }
 
 /* Stats plan, rows: merge this chunk of the row into the stats [m, s] (softmax), [mean_hi,
- * mean_lo, M2] (layernorm: chunk mean and M2 by the corrected two-pass formula, merged with
- * Chan's parallel formula) or [sumsq_hi, sumsq_lo] (rmsnorm). */
+ * mean_lo, M2] (layernorm: chunk mean and M2 by tl_ro_moments, merged with Chan's parallel
+ * formula) or [sumsq_hi, sumsq_lo] (rmsnorm). */
 static void tl_ro_rows_stats(const tl_prog *p, const tl_ro_run *r, const tl_rows_impl *im, tl_ref *refs) {
   const tl_ref *x = &refs[0], *st = &refs[r->is];
   const int64_t n = x->valid[1], chunk = tl_program_id(p, 2);
@@ -130,10 +156,8 @@ static void tl_ro_rows_stats(const tl_prog *p, const tl_ro_run *r, const tl_rows
     *s0 = (float)tot, *s1 = isfinite(*s0) ? (float)(tot - (double)*s0) : 0.0f, *s2 = 0.0f; /* inf: lo 0, not NaN */
     return;
   }
-  float mh = (float)(im->sum_row(xr, r->xbf, n) / dn), sd, sd2;
-  im->sumdev_row(xr, r->xbf, n, mh, &sd, &sd2, NULL);
-  double mb = mh + sd / dn, m2b = sd2 - (double)sd * sd / dn;
-  if (m2b < 0) m2b = 0;
+  float k;
+  double ml, m2b = tl_ro_moments(r, im, xr, n, NULL, &k, &ml), mb = k + ml;
   double mean = mb, m2 = m2b;
   if (!first) {
     double na = (double)(chunk * r->ca), tot = na + dn, ma = (double)*s0 + (double)*s1, delta = mb - ma;

@@ -32,52 +32,6 @@ TL_RK_AI void tl_ak_store_tail(float *p, int64_t n, tl_rkv v) {
   tl_ak_store(t, v);
   memcpy(p, t, (size_t)n * sizeof(float));
 }
-/* The largest of the lanes, ignoring NaN lanes (tl_ak_row catches NaN through its sum). */
-TL_RK_AI float tl_ak_hmax(tl_rkv v) {
-#if TL_RK_W == 16
-  const tl_rki h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
-  v = TL_RK_MAXPS(__builtin_shuffle(v, h8), v);
-  const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
-  const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
-  const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
-#elif TL_RK_W == 8
-  const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3};
-  const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5};
-  const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6};
-#elif TL_RK_W == 4
-  const tl_rki h2 = {2, 3, 0, 1};
-  const tl_rki h1 = {1, 0, 3, 2};
-#else
-#error "attn_kern.h: TL_RK_W must be 4, 8 or 16"
-#endif
-#if TL_RK_W >= 8
-  v = TL_RK_MAXPS(__builtin_shuffle(v, h4), v);
-#endif
-  v = TL_RK_MAXPS(__builtin_shuffle(v, h2), v);
-  v = TL_RK_MAXPS(__builtin_shuffle(v, h1), v);
-  return v[0];
-}
-TL_RK_AI float tl_ak_hsum(tl_rkv v) { /* pairwise: halves, then quarters, ... */
-  typedef float v4 __attribute__((vector_size(16)));
-  v4 c;
-#if TL_RK_W >= 8
-  typedef float v8 __attribute__((vector_size(32)));
-  v8 a;
-#if TL_RK_W == 16
-  v8 b;
-  memcpy(&a, &v, 32), memcpy(&b, (const char *)&v + 32, 32);
-  a += b;
-#else
-  memcpy(&a, &v, 32);
-#endif
-  v4 d;
-  memcpy(&c, &a, 16), memcpy(&d, (const char *)&a + 16, 16);
-  c += d;
-#else
-  memcpy(&c, &v, 16);
-#endif
-  return (c[0] + c[2]) + (c[1] + c[3]);
-}
 /* TL_RK_W mask values as f32. */
 TL_RK_AI tl_rkv tl_ak_maskv(const void *mask, tl_dtype mdt, int64_t c, int64_t n) {
   if (mdt == TL_BF16) {
@@ -138,7 +92,7 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
       mx0 = TL_RK_MAXPS(v, mx0);
     }
   }
-  float mx = tl_ak_hmax(TL_RK_MAXPS(mx1, mx0));
+  float mx = tl_rk_hmax(TL_RK_MAXPS(mx1, mx0));
   if (!stored && !(fabsf(mx = mx * scale) < 1048576.0f)) {
     /* s * scale - ms is fused into one multiply-add where the ISA has FMA, so the max score's
      * argument is the rounding error of ms = fl(mx * scale), up to half its ulp on either side
@@ -171,7 +125,7 @@ TL_RK_AI float tl_ak_row_(float *s, int64_t n, float scale, const void *mask, tl
     tl_ak_put(s, pb, c, w, e);
     a0 += e;
   }
-  const float sum = tl_ak_hsum(a0 + a1);
+  const float sum = tl_rk_hsum(a0 + a1);
   *m_new = sum != sum ? sum : mn;
   return sum;
 }
@@ -238,7 +192,7 @@ static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtyp
       a2 += qv * tl_ak_rowv(k0 + 2 * kb, kdt, c, w);
       a3 += qv * tl_ak_rowv(k0 + 3 * kb, kdt, c, w);
     }
-    s[j] = tl_ak_hsum(a0), s[j + 1] = tl_ak_hsum(a1), s[j + 2] = tl_ak_hsum(a2), s[j + 3] = tl_ak_hsum(a3);
+    s[j] = tl_rk_hsum(a0), s[j + 1] = tl_rk_hsum(a1), s[j + 2] = tl_rk_hsum(a2), s[j + 3] = tl_rk_hsum(a3);
   }
   for (; j < n; j++) {
     const char *kr = (const char *)k + (size_t)(j * ks) * es;
@@ -247,7 +201,7 @@ static void tl_ak_qk(float *s, int64_t n, const float *q, const void *k, tl_dtyp
       const int64_t w = D - c < TL_RK_W ? D - c : TL_RK_W;
       a += (w < TL_RK_W ? tl_ak_load_tail(q + c, w, 0.0f) : tl_ak_load(q + c)) * tl_ak_rowv(kr, kdt, c, w);
     }
-    s[j] = tl_ak_hsum(a);
+    s[j] = tl_rk_hsum(a);
   }
 }
 

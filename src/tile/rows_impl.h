@@ -34,10 +34,11 @@ typedef struct tl_rows_impl {
    * the results only feed bf16 outputs, and exp may be accurate to bf16 (below 1e-5 relative,
    * vec_hooks.h's tl_rk_exp_bf16) instead of f32 (about 1 ulp). */
   float (*sumexp_row)(const void *x, int xbf, int64_t n, float m, float *e, const void *pf, int ebf);
-  /* sum of x[j]. */
-  float (*sum_row)(const void *x, int xbf, int64_t n);
   /* *sd = sum (x[j] - mh), *sd2 = sum (x[j] - mh)^2 (mh = 0: the sum of squares); pf as above. */
   void (*sumdev_row)(const void *x, int xbf, int64_t n, float mh, float *sd, float *sd2, const void *pf);
+  /* One pass: *k = a shift near the mean (the mean of the first min(n, TL_RK_W) elements, 0 for
+   * n = 0), *sd = sum (x[j] - k), *sd2 = sum (x[j] - k)^2; pf as above. */
+  void (*moments_row)(const void *x, int xbf, int64_t n, float *k, float *sd, float *sd2, const void *pf);
   /* y[j] = e[j] * c. */
   void (*scale_row)(void *y, int ybf, const float *e, int64_t n, float c, int nt);
   /* y[j] = exp(x[j] - m) * c (exp to bf16 accuracy when y is bf16, as sumexp_row's ebf). */

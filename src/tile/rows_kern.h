@@ -133,22 +133,6 @@ TL_RK_AI tl_rki tl_rk_lanes(int64_t m) {
 /* max(acc, v) per lane; a NaN in v is ignored (acc kept). */
 TL_RK_AI tl_rkv tl_rk_max(tl_rkv acc, tl_rkv v) { return TL_RK_MAXPS(v, acc); }
 
-TL_RK_AI float tl_rk_hsum(tl_rkv v) {
-  float a[TL_RK_W];
-  memcpy(a, &v, sizeof a);
-  for (int w = TL_RK_W / 2; w >= 1; w /= 2)
-    for (int k = 0; k < w; k++) a[k] += a[k + w];
-  return a[0];
-}
-
-TL_RK_AI float tl_rk_hmax(tl_rkv v) {
-  float a[TL_RK_W];
-  memcpy(a, &v, sizeof a);
-  float m = a[0];
-  for (int k = 1; k < TL_RK_W; k++) m = a[k] > m ? a[k] : m;
-  return m;
-}
-
 /* ---- per-row reductions ---- */
 
 TL_RK_AI float tl_rk_max_row_(const void *x, int bf, int64_t n) {
@@ -211,22 +195,6 @@ static float tl_rk_sumexp_row(const void *x, int xbf, int64_t n, float m, float 
   return xbf ? tl_rk_sumexp_row_(x, 1, n, m, e, pf, 0) : tl_rk_sumexp_row_(x, 0, n, m, e, pf, 0);
 }
 
-TL_RK_AI float tl_rk_sum_row_(const void *x, int bf, int64_t n) {
-  tl_rkv a0 = tl_rkv_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
-  int64_t j = 0;
-  for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
-    a0 += tl_rk_ld(x, bf, j), a1 += tl_rk_ld(x, bf, j + TL_RK_W);
-    a2 += tl_rk_ld(x, bf, j + 2 * TL_RK_W), a3 += tl_rk_ld(x, bf, j + 3 * TL_RK_W);
-  }
-  for (; j + TL_RK_W <= n; j += TL_RK_W) a0 += tl_rk_ld(x, bf, j);
-  if (j < n) a1 += tl_rk_ld_n(x, bf, j, n - j, 0.0f);
-  return tl_rk_hsum((a0 + a1) + (a2 + a3));
-}
-
-static float tl_rk_sum_row(const void *x, int xbf, int64_t n) {
-  return xbf ? tl_rk_sum_row_(x, 1, n) : tl_rk_sum_row_(x, 0, n);
-}
-
 TL_RK_AI void tl_rk_sumdev_row_(const void *x, int bf, int64_t n, float mh, float *sd, float *sd2, const void *pf) {
   tl_rkv s0 = tl_rkv_splat(0.0f), s1 = s0, q0 = s0, q1 = s0;
   int64_t j = 0;
@@ -251,6 +219,43 @@ TL_RK_AI void tl_rk_sumdev_row_(const void *x, int bf, int64_t n, float mh, floa
 static void tl_rk_sumdev_row(const void *x, int xbf, int64_t n, float mh, float *sd, float *sd2, const void *pf) {
   if (xbf) tl_rk_sumdev_row_(x, 1, n, mh, sd, sd2, pf);
   else tl_rk_sumdev_row_(x, 0, n, mh, sd, sd2, pf);
+}
+
+/* The shift of moments_row: the mean of the first min(n, TL_RK_W) elements (0 for n = 0). */
+TL_RK_AI float tl_rk_shift0(const void *x, int bf, int64_t n) {
+  if (n <= 0) return 0.0f;
+  const int64_t m = n < TL_RK_W ? n : TL_RK_W;
+  return tl_rk_hsum(tl_rk_ld_c(x, bf, 0, m, 0.0f)) / (float)m;
+}
+
+TL_RK_AI void tl_rk_moments_row_(const void *x, int bf, int64_t n, float *k, float *sd, float *sd2, const void *pf) {
+  const float mh = tl_rk_shift0(x, bf, n);
+  tl_rkv s0 = tl_rkv_splat(0.0f), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
+  int64_t j = 0;
+  for (; j + 4 * TL_RK_W <= n; j += 4 * TL_RK_W) {
+    if ((j & 63) == 0) tl_rk_prefetch64(pf, bf, j);
+    tl_rkv d0 = tl_rk_ld(x, bf, j) - mh, d1 = tl_rk_ld(x, bf, j + TL_RK_W) - mh;
+    tl_rkv d2 = tl_rk_ld(x, bf, j + 2 * TL_RK_W) - mh, d3 = tl_rk_ld(x, bf, j + 3 * TL_RK_W) - mh;
+    s0 += d0, s1 += d1, s2 += d2, s3 += d3;
+    q0 += d0 * d0, q1 += d1 * d1, q2 += d2 * d2, q3 += d3 * d3;
+  }
+  for (; j + TL_RK_W <= n; j += TL_RK_W) {
+    if ((j & 63) == 0) tl_rk_prefetch64(pf, bf, j);
+    tl_rkv d = tl_rk_ld(x, bf, j) - mh;
+    s0 += d, q0 += d * d;
+  }
+  if (j < n) { /* the fill mh gives d = 0 in the missing lanes */
+    tl_rkv d = tl_rk_ld_n(x, bf, j, n - j, mh) - mh;
+    s1 += d, q1 += d * d;
+  }
+  *k = mh;
+  *sd = tl_rk_hsum((s0 + s1) + (s2 + s3));
+  *sd2 = tl_rk_hsum((q0 + q1) + (q2 + q3));
+}
+
+static void tl_rk_moments_row(const void *x, int xbf, int64_t n, float *k, float *sd, float *sd2, const void *pf) {
+  if (xbf) tl_rk_moments_row_(x, 1, n, k, sd, sd2, pf);
+  else tl_rk_moments_row_(x, 0, n, k, sd, sd2, pf);
 }
 
 /* ---- element-wise writers: one driver, the value per chunk chosen by a constant op ---- */
@@ -398,9 +403,9 @@ static void tl_rk_sumexp_acc(float *acc, float *e, const void *x, int xbf, int64
 /* The tl_rows_impl of the including file's instance (each ISA file defines one with this). */
 #define TL_RK_TABLE(isa_, name_) \
   { \
-    .isa = (isa_), .name = (name_), .max_row = tl_rk_max_row, .sumexp_row = tl_rk_sumexp_row, .sum_row = tl_rk_sum_row, \
-    .sumdev_row = tl_rk_sumdev_row, .scale_row = tl_rk_scale_row, .expscale_row = tl_rk_expscale_row, \
-    .shift_row = tl_rk_shift_row, .norm_row = tl_rk_norm_row, .max_acc = tl_rk_max_acc, .sumexp_acc = tl_rk_sumexp_acc, \
+    .isa = (isa_), .name = (name_), .max_row = tl_rk_max_row, .sumexp_row = tl_rk_sumexp_row, \
+    .sumdev_row = tl_rk_sumdev_row, .moments_row = tl_rk_moments_row, .scale_row = tl_rk_scale_row, \
+    .expscale_row = tl_rk_expscale_row, .shift_row = tl_rk_shift_row, .norm_row = tl_rk_norm_row, .max_acc = tl_rk_max_acc, .sumexp_acc = tl_rk_sumexp_acc, \
     .scale_vv = tl_rk_scale_vv, .expscale_vv = tl_rk_expscale_vv, .shift_vv = tl_rk_shift_vv \
   }
 

@@ -105,6 +105,58 @@ TL_RK_AI tl_rkv tl_rk_ldexp_normal(tl_rkv p, tl_rkv n) {
 #define TL_RK_MINPS(a, b) tl_rkv_sel((a) < (b), (a), (b))
 #endif
 
+/* Horizontal reductions in registers, for the row kernels and attention alike (permutes and
+ * halves; the row kernels' former stack-array loops compiled to store-to-load chains of scalar
+ * adds, though end to end the change measured within noise on a Zen 4 core). */
+
+/* The largest of the lanes, ignoring NaN lanes where another lane is a number (callers catch
+ * NaN elsewhere: attention through its sum; rows_kern.h's accumulators never hold NaN). */
+TL_RK_AI float tl_rk_hmax(tl_rkv v) {
+#if TL_RK_W == 16
+  const tl_rki h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h8), v);
+  const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
+  const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13};
+  const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
+#elif TL_RK_W == 8
+  const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3};
+  const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5};
+  const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6};
+#elif TL_RK_W == 4
+  const tl_rki h2 = {2, 3, 0, 1};
+  const tl_rki h1 = {1, 0, 3, 2};
+#else
+#error "vec_hooks.h: TL_RK_W must be 4, 8 or 16"
+#endif
+#if TL_RK_W >= 8
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h4), v);
+#endif
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h2), v);
+  v = TL_RK_MAXPS(__builtin_shuffle(v, h1), v);
+  return v[0];
+}
+TL_RK_AI float tl_rk_hsum(tl_rkv v) { /* pairwise: lane k + lane k + W/2, then quarters, ... */
+  typedef float v4 __attribute__((vector_size(16)));
+  v4 c;
+#if TL_RK_W >= 8
+  typedef float v8 __attribute__((vector_size(32)));
+  v8 a;
+#if TL_RK_W == 16
+  v8 b;
+  memcpy(&a, &v, 32), memcpy(&b, (const char *)&v + 32, 32);
+  a += b;
+#else
+  memcpy(&a, &v, 32);
+#endif
+  v4 d;
+  memcpy(&c, &a, 16), memcpy(&d, (const char *)&a + 16, 16);
+  c += d;
+#else
+  memcpy(&c, &v, 16);
+#endif
+  return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
 /* e^x for the shifted arguments of softmax, x = t - max(t) (at most a rounding error above 0),
  * -inf or NaN: bit for bit tl_vf32_exp there (the same reduction, polynomial and scaling, at
  * this width), always inlined (GCC kept tl_vf32_exp out of line in the baseline and AVX2 builds).
