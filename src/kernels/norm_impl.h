@@ -77,8 +77,14 @@ tl_status tl_ro_cost(tl_ctx *ctx, const tl_ro_req *rq, tl_cost *cost, int *nplan
  * reported, 17.7 MiB measured by tl_machine_probe on the Zen 4 dev VM) and the two arrays
  * compete with everything else for it; measured in docs/norms.md. */
 int64_t tl_ro_nt_threshold(const tl_ctx_info *info);
-/* Streaming stores for outputs: -1 automatic (when x and y together exceed
- * tl_ro_nt_threshold), 0 never, 1 always (where the ISA path has them). Per context; for measuring. */
+/* The automatic choice of streaming stores for a call moving traffic bytes (x and y): beyond
+ * tl_ro_nt_threshold, except bf16 outputs along rows (cols 0) shorter than TL_RO_NT_BF16_ROW
+ * elements. Such rows are compute-bound enough that the streaming stores cost more than the
+ * reads for ownership they save (docs/norms.md, "Streaming stores"). */
+#define TL_RO_NT_BF16_ROW 2048
+int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int cols, int64_t A);
+/* Streaming stores for outputs: -1 automatic (tl_ro_nt_auto), 0 never, 1 always (where the ISA
+ * path has them). Per context; for measuring. */
 void tl_ro_set_nt(tl_ctx *ctx, int mode);
 
 #endif /* TL_NORM_IMPL_H */

@@ -62,7 +62,7 @@ static tl_status tl_nr_make(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *
   *run = dd->run;
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
-  run->nt = 2 * rows * cols * 4 > tl_ro_nt_threshold(&info); /* as tl_softmax decides */
+  run->nt = tl_ro_nt_auto(&info, 2 * rows * cols * 4, 0, 0, cols); /* as tl_softmax decides */
   run->y_lo = (const char *)y, run->y_hi = (const char *)(y + rows * cols);
   kc->user = run;
   kc->k = dd->k;

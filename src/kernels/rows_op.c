@@ -380,6 +380,11 @@ int64_t tl_ro_nt_threshold(const tl_ctx_info *info) {
   return tl_kernels_l3_bytes(info) / 2;
 }
 
+int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int cols, int64_t A) {
+  if (traffic <= tl_ro_nt_threshold(info)) return 0;
+  return !(ybf && !cols && A < TL_RO_NT_BF16_ROW);
+}
+
 void tl_ro_set_nt(tl_ctx *ctx, int mode) {
   tl_ro_cache *c = ctx ? tl_ro_cache_get(ctx) : NULL;
   if (c) c->nt_mode = mode < 0 ? -1 : mode > 0;
@@ -509,11 +514,12 @@ tl_status tl_ro_call(tl_ctx *ctx, const tl_ro_req *rq) {
     for (int p = 0; p < bd.nplans; p++) tl_ro_tensors(&bd, p, rq, 0, 0, gdata, bdata, stats, tin[p], tout[p]);
     if (!(e = tl_ro_insert(ctx, cache, &key, &bd, tin, tout, &s))) goto out;
   }
-  /* streaming stores when x and y together exceed tl_ro_nt_threshold */
+  /* streaming stores as tl_ro_nt_auto says */
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
   const int64_t traffic = tl_tensor_nbytes(rq->x) + tl_tensor_nbytes(rq->y);
-  const int nt = cache->nt_mode >= 0 ? cache->nt_mode : traffic > tl_ro_nt_threshold(&info);
+  const tl_ro_run *r0 = &e->bd.d[0].run;
+  const int nt = cache->nt_mode >= 0 ? cache->nt_mode : tl_ro_nt_auto(&info, traffic, r0->ybf, r0->cols, r0->A);
   int64_t idx[TL_MAX_DIMS] = {0};
   for (;;) {
     int64_t ox = 0, oy = 0;

@@ -27,7 +27,7 @@
 #include "tools_impl.h"
 
 enum { TL_NB_SOFTMAX, TL_NB_LAYERNORM, TL_NB_RMSNORM };
-enum { TL_NB_TILEC, TL_NB_TILEC_NONT, TL_NB_CLOOP, TL_NB_DNNL, TL_NB_TORCH /* external: never called here */ };
+enum { TL_NB_TILEC, TL_NB_TILEC_NONT, TL_NB_TILEC_NT, TL_NB_CLOOP, TL_NB_DNNL, TL_NB_TORCH /* external: never called here */ };
 
 /* ---- oneDNN softmax and layer normalisation (2.x C API) ---- */
 
@@ -245,16 +245,17 @@ static int tl_nb_call(void *arg, int64_t set) {
   void *x = d->x[set], *y = d->y[set];
   switch (s->kind) {
   case TL_NB_TILEC:
-  case TL_NB_TILEC_NONT: {
+  case TL_NB_TILEC_NONT:
+  case TL_NB_TILEC_NT: {
     int64_t sh[2] = {d->rows, d->cols};
     const tl_dtype dt = d->bf ? TL_BF16 : TL_F32;
     tl_tensor tx = tl_tensor_make(x, dt, 2, sh), ty = tl_tensor_make(y, dt, 2, sh);
     tl_tensor tg = tl_tensor_make(d->g, TL_F32, 1, &d->cols), tb = tl_tensor_make(d->b, TL_F32, 1, &d->cols);
-    if (s->kind == TL_NB_TILEC_NONT) tl_ro_set_nt(d->env->ctx, 0); /* the measured alternative */
+    if (s->kind != TL_NB_TILEC) tl_ro_set_nt(d->env->ctx, s->kind == TL_NB_TILEC_NT); /* the measured alternative */
     tl_status st = d->op == TL_NB_SOFTMAX     ? tl_softmax(d->env->ctx, &tx, &ty, -1)
                    : d->op == TL_NB_LAYERNORM ? tl_layernorm(d->env->ctx, &tx, &tg, &tb, 1e-5f, &ty)
                                               : tl_rmsnorm(d->env->ctx, &tx, &tg, 1e-5f, &ty);
-    if (s->kind == TL_NB_TILEC_NONT) tl_ro_set_nt(d->env->ctx, -1);
+    if (s->kind != TL_NB_TILEC) tl_ro_set_nt(d->env->ctx, -1);
     if (st != TL_OK) {
       snprintf(s->note, sizeof ((tl_bimpl *)0)->note, "%s: %s", tl_status_name(st), tl_ctx_error(d->env->ctx));
       return 1;
@@ -456,8 +457,12 @@ static int tl_nb_group(tl_benv *env, int op, int64_t rows, int64_t cols, tl_ndnn
     tl_nb_fill(&d, c);
   }
   tl_nb_add(&g, &st[g.n], &d, TL_NB_TILEC, 1, "tilec");
-  /* where tilec streams its stores (x and y beyond tl_ro_nt_threshold), the same without */
-  if (2 * n * es > tl_ro_nt_threshold(&env->info)) tl_nb_add(&g, &st[g.n], &d, TL_NB_TILEC_NONT, 1, "tilec, no streaming stores");
+  /* where tilec streams its stores (tl_ro_nt_auto), the same without; where only the row length
+   * kept it from them (x and y beyond tl_ro_nt_threshold), the same with */
+  if (tl_ro_nt_auto(&env->info, 2 * n * es, bf, 0, cols))
+    tl_nb_add(&g, &st[g.n], &d, TL_NB_TILEC_NONT, 1, "tilec, no streaming stores");
+  else if (2 * n * es > tl_ro_nt_threshold(&env->info))
+    tl_nb_add(&g, &st[g.n], &d, TL_NB_TILEC_NT, 1, "tilec, streaming stores");
   char name[40];
   snprintf(name, sizeof name, "C loop, %d thread%s", env->threads, env->threads == 1 ? "" : "s");
   tl_nb_add(&g, &st[g.n], &d, TL_NB_CLOOP, 0, name);
@@ -555,7 +560,8 @@ static int tl_norm_suite_run(tl_benv *env, const char *size) {
 
 static void tl_nb_header(tl_benv *env) {
   printf("tilec      tl_softmax / tl_layernorm / tl_rmsnorm through the public API (plan cache hit per call);\n"
-         "           streaming stores when x and y together exceed half the L3 CPUID reports\n");
+         "           streaming stores when x and y together exceed half the L3 CPUID reports (bf16 rows:\n"
+         "           from %d elements)\n", TL_RO_NT_BF16_ROW);
   printf("peers      %s\n", env->peers.dnnl_desc);
   printf("           C loop: one row at a time, max / sum exp / scale (mean / variance / apply) in plain C\n");
   printf("           %s\n", env->peers.torch_desc);

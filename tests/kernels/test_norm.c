@@ -235,6 +235,20 @@ static void test_streaming(void) {
   tl_ro_set_nt(g_small, -1);
 }
 
+/* The automatic choice (tl_ro_nt_auto): beyond tl_ro_nt_threshold, but not for bf16 rows shorter
+ * than TL_RO_NT_BF16_ROW (f32 rows and the columns view keep streaming). */
+static void test_nt_auto(void) {
+  tl_ctx_info info;
+  tl_ctx_info_get(g_ctx, &info);
+  const int64_t big = 2 * tl_ro_nt_threshold(&info), small = tl_ro_nt_threshold(&info);
+  CHECK(tl_ro_nt_auto(&info, big, 0, 0, 512) == 1, "f32 rows of 512 beyond the threshold stream");
+  CHECK(tl_ro_nt_auto(&info, small, 0, 0, 4096) == 0, "f32 at the threshold does not stream");
+  CHECK(tl_ro_nt_auto(&info, big, 1, 0, TL_RO_NT_BF16_ROW - 1) == 0, "bf16 rows below TL_RO_NT_BF16_ROW do not stream");
+  CHECK(tl_ro_nt_auto(&info, big, 1, 0, TL_RO_NT_BF16_ROW) == 1, "bf16 rows of TL_RO_NT_BF16_ROW stream");
+  CHECK(tl_ro_nt_auto(&info, big, 1, 1, 16) == 1, "bf16 columns beyond the threshold stream");
+  CHECK(tl_ro_nt_auto(&info, small, 1, 0, 8192) == 0, "bf16 at the threshold does not stream");
+}
+
 static void refused(tl_status got, tl_status st, const char *word, const nt_t *y, const void *save, const char *what) {
   CHECK(got == st, "[%s] %s: got %s, want %s (%s)", g_isa, what, tl_status_name(got), tl_status_name(st), tl_ctx_error(g_ctx));
   CHECK(strstr(tl_ctx_error(g_ctx), word) != NULL, "[%s] %s: message '%s' lacks '%s'", g_isa, what, tl_ctx_error(g_ctx), word);
@@ -305,6 +319,7 @@ int main(void) {
     RUN(test_specials);
     RUN(test_two_level);
     RUN(test_streaming);
+    RUN(test_nt_auto);
     RUN(test_refusals_and_zero);
     tl_ctx_free(g_ctx);
     tl_ctx_free(g_small);
