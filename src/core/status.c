@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "core_impl.h"
 
@@ -78,6 +79,15 @@ void *tl_aligned_alloc(size_t align, size_t bytes) {
   return p;
 }
 void tl_aligned_free(void *p) { free(p); }
+
+void *tl_alloc_huge(size_t bytes) {
+  if (bytes < TL_HUGE_MIN) return tl_aligned_alloc(64, bytes);
+  void *p = tl_aligned_alloc(TL_HUGE_MIN, bytes);
+#ifdef MADV_HUGEPAGE
+  if (p) (void)madvise(p, bytes - bytes % TL_HUGE_MIN, MADV_HUGEPAGE); /* advice: failure changes nothing */
+#endif
+  return p;
+}
 
 void *tl_calloc(size_t n, size_t size) {
   if (tl_fault_now()) return NULL;

@@ -7,7 +7,8 @@
  *   bf16: tiled, vnni 2, tile_c 16, tile_r = tl_mm_pack_tile_r (the kernel's K block);
  *   int8: tiled, vnni 4, tile_c 16, tile_r likewise.
  * Tile padding is zero. Leading (batch) dims are kept, outermost. The buffer comes from
- * tl_aligned_alloc (64-byte aligned) and is freed with tl_free. */
+ * tl_alloc_huge (64-byte aligned; from 2 MiB on, 2 MiB aligned and advised as huge pages) and is
+ * freed with tl_free. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 #include "../runtime/plan_impl.h"
 #include "matmul_impl.h"
 
-/* Frees what tl_matmul_pack_b allocated (tl_aligned_alloc). NULL is a no-op. */
+/* Frees what tl_matmul_pack_b allocated (tl_alloc_huge). NULL is a no-op. */
 void tl_free(void *p) { tl_aligned_free(p); }
 
 /* 1 when b of db can be packed for a of da (the pairs tl_matmul multiplies with a tiled b). */
@@ -185,7 +186,7 @@ tl_status tl_mm_pack_b(tl_ctx *ctx, const tl_tensor *b, tl_dtype a_dtype, int lo
   if (tl_mul_ovf(mat_elems, nmat, &bytes) || tl_mul_ovf(bytes, es, &bytes) || bytes > ((int64_t)1 << 46))
     return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: b %lld x [%lld, %lld] is too large to pack", (long long)nmat,
                        (long long)K, (long long)N);
-  char *dst = tl_aligned_alloc(64, (size_t)(bytes > 64 ? bytes : 64));
+  char *dst = tl_alloc_huge((size_t)(bytes > 64 ? bytes : 64));
   if (!dst) return tl_ctx_fail(ctx, TL_ERR_NOMEM, "tl_matmul_pack_b: out of memory for %lld bytes", (long long)bytes);
   if (numel > 0) { /* (an empty b has no tiles, or only K = 0 / N = 0 ones: nothing to write) */
     tl_mm_pbuf pb = {0};
@@ -273,7 +274,7 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
     }
   }
   if (pb->cap < bytes) {
-    void *nb = tl_aligned_alloc(64, bytes);
+    void *nb = tl_alloc_huge(bytes);
     if (!nb) return 0; /* no memory for the copy: run unpacked */
     tl_aligned_free(pb->buf);
     pb->buf = nb, pb->cap = bytes;
