@@ -37,12 +37,16 @@ static inline bool tl_add_ovf(int64_t a, int64_t b, int64_t *out) { return __bui
  * injection says so. Memory is not zeroed. tl_aligned_free(NULL) is a no-op. */
 void *tl_aligned_alloc(size_t align, size_t bytes);
 void tl_aligned_free(void *p);
-/* A large buffer the kernels stream many times (packed weights): tl_aligned_alloc's, but from
- * TL_HUGE_MIN bytes on 2 MiB aligned with its whole 2 MiB pages advised as transparent huge
- * pages (MADV_HUGEPAGE, where the system has it; advice only), so that a stream takes one TLB
- * entry per 2 MiB instead of per 4 KiB. Freed with tl_aligned_free. */
+/* A large buffer the kernels stream many times (packed weights), 64-byte aligned; from
+ * TL_HUGE_MIN bytes on, a mapping of its own (mmap), 2 MiB aligned, its whole 2 MiB pages advised
+ * as transparent huge pages (MADV_HUGEPAGE, where the system has it; advice only), so that a
+ * stream takes one TLB entry per 2 MiB instead of per 4 KiB, and the advice leaves with the
+ * mapping (none lingers on heap memory malloc hands out later). A 64-byte header before the
+ * pointer says how it was made. NULL on failure or when fault injection says so. Freed with
+ * tl_free_huge only (not tl_aligned_free); tl_free_huge(NULL) is a no-op. */
 #define TL_HUGE_MIN ((size_t)2 << 20)
 void *tl_alloc_huge(size_t bytes);
+void tl_free_huge(void *p);
 /* calloc/free through the same fault injection. */
 void *tl_calloc(size_t n, size_t size);
 void tl_free_mem(void *p);

@@ -2,7 +2,9 @@
  * and the allocation wrappers with fault injection that every allocation in tilec goes through. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "core_impl.h"
@@ -80,13 +82,43 @@ void *tl_aligned_alloc(size_t align, size_t bytes) {
 }
 void tl_aligned_free(void *p) { free(p); }
 
+/* tl_alloc_huge's header, in the 64 bytes before the pointer it returns. */
+typedef struct tl_huge_hdr {
+  void *base; /* what posix_memalign or mmap returned */
+  size_t len; /* the mapping's length; 0: from posix_memalign */
+} tl_huge_hdr;
+#define TL_HUGE_HDR ((size_t)64)
+
 void *tl_alloc_huge(size_t bytes) {
-  if (bytes < TL_HUGE_MIN) return tl_aligned_alloc(64, bytes);
-  void *p = tl_aligned_alloc(TL_HUGE_MIN, bytes);
+  if (tl_fault_now()) return NULL;
+  if (bytes > SIZE_MAX - 2 * TL_HUGE_MIN) return NULL;
+  char *base, *p;
+  size_t len = 0;
+  if (bytes < TL_HUGE_MIN) {
+    void *m = NULL;
+    if (posix_memalign(&m, TL_HUGE_HDR, bytes + TL_HUGE_HDR) != 0) return NULL;
+    base = m, p = base + TL_HUGE_HDR;
+  } else { /* room for the header before a 2 MiB boundary */
+    len = bytes + TL_HUGE_MIN;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    base = m;
+    p = (char *)(((uintptr_t)base + TL_HUGE_HDR + TL_HUGE_MIN - 1) & ~(uintptr_t)(TL_HUGE_MIN - 1));
 #ifdef MADV_HUGEPAGE
-  if (p) (void)madvise(p, bytes - bytes % TL_HUGE_MIN, MADV_HUGEPAGE); /* advice: failure changes nothing */
+    (void)madvise(p, bytes - bytes % TL_HUGE_MIN, MADV_HUGEPAGE); /* advice: failure changes nothing */
 #endif
+  }
+  tl_huge_hdr h = {.base = base, .len = len};
+  memcpy(p - TL_HUGE_HDR, &h, sizeof h);
   return p;
+}
+
+void tl_free_huge(void *p) {
+  if (!p) return;
+  tl_huge_hdr h;
+  memcpy(&h, (char *)p - TL_HUGE_HDR, sizeof h);
+  if (h.len) munmap(h.base, h.len);
+  else free(h.base);
 }
 
 void *tl_calloc(size_t n, size_t size) {

@@ -20,6 +20,7 @@ typedef struct tl_kcase {
   tl_tensor in[TL_MAX_OPERANDS], out[TL_MAX_OPERANDS];
   tl_dtype dtype;                      /* dtype of the math (picks the roofline's unit) */
   void *bufs[TL_KCASE_MAX_BUFS];       /* owned (tl_aligned_free) */
+  void *huge;                          /* owned (tl_free_huge): a packed b, or NULL */
   void *user;                          /* owned body data (tl_free_mem), may be NULL */
   const struct tl_kernel_desc *desc;
   char config[96];                     /* "" or where the blocks came from, when not the heuristic

@@ -17,7 +17,7 @@
 #include "matmul_impl.h"
 
 /* Frees what tl_matmul_pack_b allocated (tl_alloc_huge). NULL is a no-op. */
-void tl_free(void *p) { tl_aligned_free(p); }
+void tl_free(void *p) { tl_free_huge(p); }
 
 /* 1 when b of db can be packed for a of da (the pairs tl_matmul multiplies with a tiled b). */
 static int tl_mm_pack_pair(tl_dtype da, tl_dtype db) {
@@ -49,7 +49,7 @@ typedef struct tl_mm_pbuf {
 
 static void tl_mm_pbuf_free(void *state) {
   tl_mm_pbuf *pb = state;
-  if (pb) tl_aligned_free(pb->buf);
+  if (pb) tl_free_huge(pb->buf);
   tl_free_mem(pb);
 }
 static const tl_slot_class tl_mm_pbuf_slot = {.name = "matmul packed b", .free_state = tl_mm_pbuf_free};
@@ -276,7 +276,7 @@ int tl_mm_autopack(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b, tl_tenso
   if (pb->cap < bytes) {
     void *nb = tl_alloc_huge(bytes);
     if (!nb) return 0; /* no memory for the copy: run unpacked */
-    tl_aligned_free(pb->buf);
+    tl_free_huge(pb->buf);
     pb->buf = nb, pb->cap = bytes;
   }
   if (tl_mm_pack_run(ctx, pb, b, lay, pb->buf) != TL_OK) return 0;
@@ -354,12 +354,12 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     if (tl_kcase_dry()) { /* the packed storage, allocated and not written */
       const tl_layout lay = tl_mm_pack_layout(db, K, 1);
       const int64_t bytes = TL_CDIV(K, lay.tile_r) * lay.tile_r * TL_CDIV(N, 16) * 16 * (int64_t)tl_dtype_size(db);
-      packed = tl_tensor_make_tiled(tl_aligned_alloc(64, (size_t)bytes), db, 2, sb, lay);
+      packed = tl_tensor_make_tiled(tl_alloc_huge((size_t)bytes), db, 2, sb, lay);
       s = packed.data ? TL_OK : tl_ctx_fail(ctx, TL_ERR_NOMEM, "out of memory for a packed b of %lld bytes", (long long)bytes);
     } else {
       s = tl_mm_pack_b(ctx, &tb, da, 1, &packed);
     }
-    if (s == TL_OK) kc->bufs[4] = packed.data, tb = packed;
+    if (s == TL_OK) kc->huge = packed.data, tb = packed;
   }
   if (s == TL_OK) s = tl_mm_prepare(ctx, &ta, &tb, &tc, &o, &bd);
   /* the build tl_matmul would plan, decided the same way (until 2026-11-26 explain and roofline

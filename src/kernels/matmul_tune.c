@@ -39,7 +39,10 @@ typedef struct tl_mm_tune_cand {
 static void tl_mm_tune_free_user(void *user) {
   tl_mm_tune_user *u = user;
   if (!u) return;
-  for (int i = 0; i < 3; i++) tl_aligned_free(u->bufs[i]);
+  for (int i = 0; i < 3; i++) {
+    if (i == 1 && u->packed) tl_free_huge(u->bufs[i]); /* tl_mm_pack_b's */
+    else tl_aligned_free(u->bufs[i]);
+  }
   tl_free_mem(u);
 }
 

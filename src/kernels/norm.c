@@ -1,7 +1,7 @@
 /* norm.c — tl_layernorm and tl_rmsnorm: the public entry points. Both normalise over the last
  * axis with the shared driver (rows_op.c, norm_impl.h): blocks of whole rows read once and
- * written once (mean, then the corrected two-pass variance on the staged row, then the apply
- * with gamma / beta), or, for rows beyond the staging budget, chunk moments merged with Chan's
+ * written once (the moments in one sweep about a shift near the mean, a second sweep where the
+ * shift is far, then the apply with gamma / beta), or, for rows beyond the staging budget, chunk moments merged with Chan's
  * parallel formula and a second pass. Numerics and measured errors: docs/norms.md. */
 #include "norm_impl.h"
 

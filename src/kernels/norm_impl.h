@@ -78,11 +78,11 @@ tl_status tl_ro_cost(tl_ctx *ctx, const tl_ro_req *rq, tl_cost *cost, int *nplan
  * compete with everything else for it; measured in docs/norms.md. */
 int64_t tl_ro_nt_threshold(const tl_ctx_info *info);
 /* The automatic choice of streaming stores for a call moving traffic bytes (x and y): beyond
- * tl_ro_nt_threshold, except bf16 outputs along rows (cols 0) shorter than TL_RO_NT_BF16_ROW
- * elements. Such rows are compute-bound enough that the streaming stores cost more than the
+ * tl_ro_nt_threshold, except bf16 outputs (ybf 1) along rows (colview 0: not the columns view)
+ * of fewer than TL_RO_NT_BF16_ROW elements (A, the reduced axis). Such rows are compute-bound enough that the streaming stores cost more than the
  * reads for ownership they save (docs/norms.md, "Streaming stores"). */
 #define TL_RO_NT_BF16_ROW 2048
-int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int cols, int64_t A);
+int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int colview, int64_t A);
 /* Streaming stores for outputs: -1 automatic (tl_ro_nt_auto), 0 never, 1 always (where the ISA
  * path has them). Per context; for measuring. */
 void tl_ro_set_nt(tl_ctx *ctx, int mode);

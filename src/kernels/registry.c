@@ -38,6 +38,7 @@ const tl_kernel_desc *tl_kernel_find(const char *name) {
 void tl_kcase_free(tl_kcase *kc) {
   if (!kc) return;
   for (int i = 0; i < TL_KCASE_MAX_BUFS; i++) tl_aligned_free(kc->bufs[i]);
+  tl_free_huge(kc->huge);
   tl_free_mem(kc->user);
   memset(kc, 0, sizeof *kc);
 }

@@ -29,10 +29,11 @@ static inline float *tl_ro_stat(const tl_ref *s, int k, int64_t i) {
 
 /* The moments of x[0..n) for layernorm: the mean as k + *ml (k returned in *k), and M2 =
  * sum (x - mean)^2 (returned, >= 0). One sweep about a shift near the mean (moments_row: the mean
- * of the first few elements); when the shift is further from the mean than one standard deviation
- * (or x is not finite) a second sweep about the mean found (the corrected two-pass formula), so
- * that cancellation never costs more than the digits of (mean - shift)^2 / var <= 1. pf: the row
- * to prefetch meanwhile (may be NULL). */
+ * of the first 16 elements). M2 = sd2 - n d^2 (d = mean - k) then carries sd2's rounding error
+ * times 1 + d^2 / var; where that factor would pass 2 (the shift further from the mean than one
+ * standard deviation, or x not finite) a second sweep takes the sums about the mean found (the
+ * corrected two-pass formula: the shift then within rounding of the mean). pf: the row to
+ * prefetch meanwhile (may be NULL). */
 static double tl_ro_moments(const tl_ro_run *r, const tl_rows_impl *im, const char *xr, int64_t n, const char *pf,
                             float *k, double *ml) {
   const double dn = (double)n;
@@ -92,7 +93,7 @@ static void tl_ro_rows_once(const tl_ro_run *r, const tl_rows_impl *im, tl_ref *
     default: { /* the norms */
       float st[3];
       tl_ro_norm_stats(r, im, xr, n, pf, st);
-      im->norm_row(yr, r->ybf, xr, r->xbf, n, st[0], st[1], st[2], g, b, nt);
+      im->norm_row(yr, r->ybf, xr, r->xbf, n, st[0], st[1], st[2], g, r->kind == TL_RO_LAYERNORM ? b : NULL, nt);
       break;
     }
     }

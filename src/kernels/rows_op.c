@@ -380,9 +380,9 @@ int64_t tl_ro_nt_threshold(const tl_ctx_info *info) {
   return tl_kernels_l3_bytes(info) / 2;
 }
 
-int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int cols, int64_t A) {
+int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int colview, int64_t A) {
   if (traffic <= tl_ro_nt_threshold(info)) return 0;
-  return !(ybf && !cols && A < TL_RO_NT_BF16_ROW);
+  return !(ybf && !colview && A < TL_RO_NT_BF16_ROW);
 }
 
 void tl_ro_set_nt(tl_ctx *ctx, int mode) {
@@ -518,7 +518,7 @@ tl_status tl_ro_call(tl_ctx *ctx, const tl_ro_req *rq) {
   tl_ctx_info info;
   tl_ctx_info_get(ctx, &info);
   const int64_t traffic = tl_tensor_nbytes(rq->x) + tl_tensor_nbytes(rq->y);
-  const tl_ro_run *r0 = &e->bd.d[0].run;
+  const tl_ro_run *r0 = &bd.d[0].run;
   const int nt = cache->nt_mode >= 0 ? cache->nt_mode : tl_ro_nt_auto(&info, traffic, r0->ybf, r0->cols, r0->A);
   int64_t idx[TL_MAX_DIMS] = {0};
   for (;;) {

@@ -222,15 +222,12 @@ tl_status tl_probe_memory(tl_probe_state *st, tl_machine *m) {
    * spare page per worker slice. */
   size_t per_core = (size_t)st->threads * (l2 / 2 + TL_PROBE_PAGE);
   pm.buf_bytes = (hi > per_core ? hi : per_core) + (size_t)(st->threads + 1) * 2 * TL_PROBE_PAGE;
-  pm.buf = tl_aligned_alloc(2 * TL_MIB, pm.buf_bytes);
+  pm.buf = tl_alloc_huge(pm.buf_bytes); /* 2 MiB aligned, huge pages advised (the buffer is large) */
   if (!pm.buf) {
     char b1[32];
     return tl_ctx_fail(st->ctx, TL_ERR_NOMEM, "tl_machine_probe: cannot allocate the %s bandwidth buffer",
                        tl_probe_bytes(b1, sizeof b1, (double)pm.buf_bytes));
   }
-#ifdef MADV_HUGEPAGE
-  madvise(pm.buf, pm.buf_bytes - pm.buf_bytes % (2 * TL_MIB), MADV_HUGEPAGE); /* advice only */
-#endif
   tl_pool_run(st->ctx->pool, st->threads, tl_probe_fault_fn, &pm);
 
   /* L3: the sweep starts at 4 x L2, where L2 hits no longer lift the plateau. */
@@ -259,6 +256,6 @@ tl_status tl_probe_memory(tl_probe_state *st, tl_machine *m) {
   defs[nd++] = (tl_probe_level_def){"DRAM", 0, 0, dram, "main memory"};
   m->nlevels = 0;
   for (int i = 0; i < nd && m->nlevels < TL_MAX_LEVELS; i++) tl_probe_level(&pm, &defs[i], &m->levels[m->nlevels++]);
-  tl_aligned_free(pm.buf);
+  tl_free_huge(pm.buf);
   return TL_OK;
 }

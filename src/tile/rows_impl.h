@@ -36,7 +36,7 @@ typedef struct tl_rows_impl {
   float (*sumexp_row)(const void *x, int xbf, int64_t n, float m, float *e, const void *pf, int ebf);
   /* *sd = sum (x[j] - mh), *sd2 = sum (x[j] - mh)^2 (mh = 0: the sum of squares); pf as above. */
   void (*sumdev_row)(const void *x, int xbf, int64_t n, float mh, float *sd, float *sd2, const void *pf);
-  /* One pass: *k = a shift near the mean (the mean of the first min(n, TL_RK_W) elements, 0 for
+  /* One pass: *k = a shift near the mean (the mean of the first min(n, 16) elements, 0 for
    * n = 0), *sd = sum (x[j] - k), *sd2 = sum (x[j] - k)^2; pf as above. */
   void (*moments_row)(const void *x, int xbf, int64_t n, float *k, float *sd, float *sd2, const void *pf);
   /* y[j] = e[j] * c. */

@@ -37,6 +37,8 @@
 #ifndef TL_VEC_HOOKS_H
 #define TL_VEC_HOOKS_H
 
+#include <string.h>
+
 #include <tilec_vec.h>
 
 /* 64-byte vectors cross static functions by value (never the ABI); the note GCC gives about it is
@@ -109,8 +111,9 @@ TL_RK_AI tl_rkv tl_rk_ldexp_normal(tl_rkv p, tl_rkv n) {
  * halves; the row kernels' former stack-array loops compiled to store-to-load chains of scalar
  * adds, though end to end the change measured within noise on a Zen 4 core). */
 
-/* The largest of the lanes, ignoring NaN lanes where another lane is a number (callers catch
- * NaN elsewhere: attention through its sum; rows_kern.h's accumulators never hold NaN). */
+/* The largest of the lanes. A NaN lane may or may not come out (a NaN in lane 0 does): callers
+ * rely on neither (attention catches NaN through its sum; rows_kern.h's accumulators never hold
+ * NaN). */
 TL_RK_AI float tl_rk_hmax(tl_rkv v) {
 #if TL_RK_W == 16
   const tl_rki h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
@@ -122,11 +125,9 @@ TL_RK_AI float tl_rk_hmax(tl_rkv v) {
   const tl_rki h4 = {4, 5, 6, 7, 0, 1, 2, 3};
   const tl_rki h2 = {2, 3, 0, 1, 6, 7, 4, 5};
   const tl_rki h1 = {1, 0, 3, 2, 5, 4, 7, 6};
-#elif TL_RK_W == 4
+#else /* 4 (checked above) */
   const tl_rki h2 = {2, 3, 0, 1};
   const tl_rki h1 = {1, 0, 3, 2};
-#else
-#error "vec_hooks.h: TL_RK_W must be 4, 8 or 16"
 #endif
 #if TL_RK_W >= 8
   v = TL_RK_MAXPS(__builtin_shuffle(v, h4), v);

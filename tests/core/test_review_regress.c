@@ -1,7 +1,10 @@
 /* test_review_regress.c — bugs found in review of core and the scalar tile reference, one test
  * each: 16-bit stores from double rounded twice, a tiled tensor whose tile count overflowed,
- * integer elementwise ops that went through f32. */
+ * integer elementwise ops that went through f32; and tl_alloc_huge, whose first version advised
+ * heap memory that malloc later handed to others. */
+#include <string.h>
 #include <tilec.h>
+#include <tilec_ops.h>
 
 #include "core/core_impl.h"
 #include "test_util.h"
@@ -52,9 +55,34 @@ static void test_integer_ops_exact(void) {
   tl_ctx_free(ctx);
 }
 
+/* tl_alloc_huge: 64-byte aligned below TL_HUGE_MIN, 2 MiB aligned from it (its own mapping),
+ * every byte writable, NULL under fault injection, freed by tl_free_huge (and by tl_free, the
+ * public free of packed b). */
+static void test_alloc_huge(void) {
+  const size_t sizes[] = {1, 100, TL_HUGE_MIN - 1, TL_HUGE_MIN, TL_HUGE_MIN + 4096 + 7, 3 * TL_HUGE_MIN};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    unsigned char *p = tl_alloc_huge(sizes[i]);
+    CHECK(p != NULL, "tl_alloc_huge(%zu) failed", sizes[i]);
+    if (!p) continue;
+    const uintptr_t al = sizes[i] >= TL_HUGE_MIN ? TL_HUGE_MIN : 64;
+    CHECK((uintptr_t)p % al == 0, "tl_alloc_huge(%zu) = %p, not %zu-byte aligned", sizes[i], (void *)p, (size_t)al);
+    memset(p, 0xa5, sizes[i]);
+    CHECK(p[0] == 0xa5 && p[sizes[i] - 1] == 0xa5, "tl_alloc_huge(%zu): first and last byte written", sizes[i]);
+    if (i % 2) tl_free_huge(p);
+    else tl_free(p);
+  }
+  tl_free_huge(NULL);
+  tl_faultsim_fail_at(1); /* the next allocation fails */
+  void *f = tl_alloc_huge(3 * TL_HUGE_MIN);
+  CHECK(f == NULL, "tl_alloc_huge under fault injection returned memory");
+  tl_free_huge(f);
+  tl_faultsim_fail_at(0);
+}
+
 int main(void) {
   RUN(test_store_rounds_once);
   RUN(test_tiled_tile_count_overflow);
   RUN(test_integer_ops_exact);
+  RUN(test_alloc_huge);
   return test_summary("core_review_regress");
 }
