@@ -79,8 +79,9 @@ tl_status tl_ro_cost(tl_ctx *ctx, const tl_ro_req *rq, tl_cost *cost, int *nplan
 int64_t tl_ro_nt_threshold(const tl_ctx_info *info);
 /* The automatic choice of streaming stores for a call moving traffic bytes (x and y): beyond
  * tl_ro_nt_threshold, except bf16 outputs (ybf 1) along rows (colview 0: not the columns view)
- * of fewer than TL_RO_NT_BF16_ROW elements (A, the reduced axis). Such rows are compute-bound enough that the streaming stores cost more than the
- * reads for ownership they save (docs/norms.md, "Streaming stores"). */
+ * of fewer than TL_RO_NT_BF16_ROW elements (A, the reduced axis). Such rows are compute-bound
+ * enough that the streaming stores cost more than the reads for ownership they save
+ * (docs/norms.md, "Streaming stores"). */
 #define TL_RO_NT_BF16_ROW 2048
 int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int colview, int64_t A);
 /* Streaming stores for outputs: -1 automatic (tl_ro_nt_auto), 0 never, 1 always (where the ISA
