@@ -433,10 +433,9 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
     const int split_shape = tl_mm_split_shape(&info, bd, b);
     const int eighth = da == TL_BF16 || (da != TL_F32 && bd->M == 1);
     const int64_t lim = split_shape ? l3 / 16 : eighth ? l3 / 8 : l3 / 2;
-    /* 3-16 rows where the K split will copy b in chunks (tl_mm_chunk_k; a tuner's candidate or
-     * a tuned config never splits, so not with cfg) */
-    int64_t nc;
-    const int rows = bd->M <= TL_MM_STREAM_M || (!cfg && !r->packed && tl_mm_chunk_k(&info, bd, a, b, &nc) > 0);
+    /* 3-16 rows where the K split will take them (tl_mm_rows_split: bf16 walked in place, int8
+     * copied in chunks; a tuner's candidate or a tuned config never splits, so not with cfg) */
+    const int rows = bd->M <= TL_MM_STREAM_M || (!cfg && !r->packed && tl_mm_rows_split(&info, bd, a, b));
     r->stream = !r->packed && rows && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
   }
@@ -871,7 +870,7 @@ static void tl_mm_split_make(tl_ctx *ctx, tl_mm_entry *e) {
    * on the entry's own build, which the unsplit copy restores on failure */
   tl_mm_build *sb = &e->bd;
   const tl_mm_build unsplit = *sb;
-  const size_t bytes = (size_t)sb->split * (size_t)sb->M * (size_t)sb->N * 4;
+  const size_t bytes = (size_t)sb->split * (size_t)sb->M * (size_t)tl_mm_part_ld(sb->N) * 4;
   void *part = tl_aligned_alloc(64, bytes);
   tl_plan *pa = NULL, *pb = NULL;
   sb->ks_tout[0].data = part;

@@ -41,11 +41,19 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_STREAM_M 2
 #define TL_MM_BK_STREAM 1024
 /* 3 to TL_MM_CHUNK_M rows against such a b with contiguous rows (the K split's shapes, where
- * the vector dots have row-major kernels for them: tl_mm_chunk_k): each thread's K blocks are
- * copied a chunk at a time, TL_MM_CHUNK_KB bytes of each column (fewer rows when the K block is
- * shorter) by a slice of the columns of at most a TL_MM_CHUNK_DIV-th of the VMEM budget, into a
- * VMEM scratch whose rows are off the 4 KiB alias, which the dot reads (matmul_split.c). */
+ * the vector dots have row-major kernels for them: tl_mm_rows_split): each thread's K blocks are
+ * copied a chunk at a time (int8, and bf16 past TL_MM_WALK_M rows), TL_MM_CHUNK_KB bytes of each
+ * column (fewer rows when the K block is shorter) by a slice of the columns of at most a
+ * TL_MM_CHUNK_DIV-th of the VMEM budget, into a VMEM scratch whose rows are off the 4 KiB alias,
+ * which the dot reads (matmul_split.c). */
 #define TL_MM_CHUNK_M 16
+/* bf16 with 3 to TL_MM_WALK_M rows takes no chunks: the AVX512-BF16 dot walks each step's K
+ * block in place (tl_mm_rows_split; tl_bf_walk, dot_avx512bf16.c, up to the same 8 rows), and the
+ * body queues the thread's next step's first TL_MM_WALK_PF rows (the walk's sweep) for its last
+ * sweep to prefetch. 9-16 rows measured slower walked (bf16 16x4096x4096 2.04 -> 2.36 ms, 3
+ * rounds; 12 rows even in a throwaway harness), so they keep the chunks. */
+#define TL_MM_WALK_M 8
+#define TL_MM_WALK_PF 32
 #define TL_MM_CHUNK_KB 256
 #define TL_MM_CHUNK_DIV 12
 /* The N block of a streamed b (tl_mm_config, before any budget shrinks it): one per thread,
@@ -107,6 +115,10 @@ typedef struct tl_mm_run {
    * last chunk's dot prefetches, may be short) */
   int64_t chunk_k, chunk_n, chunk_ld, chunk_kall;
   int ichunk;
+  /* the split's first kernel for 3-TL_MM_WALK_M rows of bf16 (no chunks: the dot walks the
+   * step's K block in place): the body queues the thread's next step's first TL_MM_WALK_PF rows
+   * of b for the walk's last sweep to prefetch */
+  int walk;
   int64_t BM, BN, BK;
 } tl_mm_run;
 
@@ -124,7 +136,7 @@ typedef struct tl_mm_build {
   int64_t outer_stride[4][TL_MM_MAX_OUTER];  /* bytes, for a, b, c, residual */
   int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
   /* K split between split (> 1; 0: none) parallel steps, for 1-2 rows of a streaming a
-   * row-major b whose rows are contiguous (and 3-16 rows of bf16 / int8, tl_mm_chunk_k), where
+   * row-major b whose rows are contiguous (and 3-16 rows of bf16 / int8, tl_mm_rows_split), where
    * the N split would leave each thread part of every row (docs/matmul.md): kernel ks (grid (s,
    * q), step (s, q) the K block S q + s, product into row s of a partial [S, M, N] tensor,
    * ks_tout, whose data tl_matmul provides),
@@ -186,15 +198,21 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 /* 1 when b's geometry admits the K split on info's threads (2-64 threads, no batch, b's rows
  * contiguous); tl_mm_split_decide also needs b streamed. matmul_split.c. */
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
-/* The chunk (rows of b per copy, tl_mm_run.chunk_k; its slice of columns in *nc,
- * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of a (3..TL_MM_CHUNK_M)
- * against b at info's ISA level, or 0 (*nc untouched) when it does not take that path: a with
+/* 1 when M rows of a (3..TL_MM_CHUNK_M) against b take the K split at info's ISA level: a with
  * unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread and at least 2
- * N blocks, a row-major kernel for a's dtype at the level, the chunk in half the VMEM budget and
- * the M x N accumulator rows in half of it. matmul.c streams b (tl_mm_run.stream) for such M
- * only when this is nonzero, so that tl_mm_split_decide then splits. */
+ * N blocks, a row-major kernel for a's dtype at the level, the M x N accumulator rows in half the
+ * VMEM budget; and for 8-bit integers a chunk (tl_mm_chunk_k). bf16 needs no chunk: the
+ * AVX512-BF16 dot walks the step's K block in place. matmul.c streams b (tl_mm_run.stream) for
+ * such M only when this is 1, so that tl_mm_split_decide then splits. */
+int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
+/* The chunk (rows of b per copy, tl_mm_run.chunk_k; its slice of columns in *nc,
+ * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of 8-bit a (3..TL_MM_CHUNK_M)
+ * against b at info's ISA level, or 0 (*nc untouched) when it does not take that path (bf16
+ * never: tl_mm_rows_split): tl_mm_rows_split's checks and the chunk in half the VMEM budget. */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
                       int64_t *nc);
+/* The row stride (elements) of the K split's partial products [S, M, N] (matmul_split.c). */
+int64_t tl_mm_part_ld(int64_t N);
 /* Sets bd->split and the first kernel (ks_*) when the K split applies (the heuristic's build,
  * after its config), else leaves split 0. */
 void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);

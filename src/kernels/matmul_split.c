@@ -1,8 +1,9 @@
 /* matmul_split.c — the K split of tl_matmul (tl_mm_build.split, docs/matmul.md "K split"): for
  * 1-2 rows of a streaming a b whose rows are contiguous (3-16 of bf16 / int8 where
- * tl_mm_chunk_k says so), the threads split K instead of N. The rule
- * (tl_mm_split_shape, tl_mm_split_decide), the first kernel's build (ks: each step's product
- * into its own part of a [S, M, N] buffer), and the second kernel made from the ordinary build
+ * tl_mm_rows_split says so), the threads split K instead of N. The rule
+ * (tl_mm_split_shape, tl_mm_rows_split, tl_mm_split_decide), the first kernel's build (ks: each
+ * step's product into its own part of a [S, M, N] buffer, rows tl_mm_part_ld apart), and the
+ * second kernel made from the ordinary build
  * (tl_mm_split_sum: the parts summed under the epilogue). The plans and the buffer belong to
  * tl_matmul's plan-cache entry (matmul.c). */
 #include <stdio.h>
@@ -35,6 +36,44 @@ static int64_t tl_mm_chunk_ld(int64_t N, int64_t es) {
   return ld % 4096 ? ld : ld + 64;
 }
 
+/* The rows of the K split's partial products (elements): N rounded up to whole 64-byte lines,
+ * then one line more, and one more again should that be a multiple of 4 KiB, so that the rows
+ * of a partial never share their page offset. At N = 4096 the 8 rows of f32 were 16 KiB apart:
+ * the 16 lines of an 8 x 32 block of accumulators then share two L1 sets, with b's lines beside
+ * them (the bf16 walk over 8 rows read them back slower: a throwaway harness of the walk, 2
+ * threads, bf16 8x4096x4096, 4 rounds, medians: 1.30 ms with rows 16 KiB apart, 1.21 with 64
+ * bytes more). */
+int64_t tl_mm_part_ld(int64_t N) { return tl_mm_chunk_ld(N, 4) / 4; }
+
+/* The checks every 3-16-row K split shares (tl_mm_rows_split, tl_mm_chunk_k): M rows of a with
+ * unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread (their size in
+ * *bk) and at least 2 N blocks, a row-major kernel for a's dtype at the level, the M x N
+ * accumulator rows in half the VMEM budget. */
+static int tl_mm_rows_ok(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
+                         int64_t *bk) {
+  const int64_t S = info->threads, M = bd->M, N = bd->N;
+  const tl_dtype da = a->dtype;
+  if (M <= TL_MM_STREAM_M || M > TL_MM_CHUNK_M || a->stride[a->ndim - 1] != 1 || !tl_mm_split_shape(info, bd, b) ||
+      !tl_mm_split_blocks(bd->K, S, bk) || TL_CDIV(N, tl_mm_stream_bn(N, info->threads)) < 2)
+    return 0;
+  const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
+  const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
+                                 : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;
+  /* the accumulator rows within half the budget, else the N split: 16x11008x4096 (704 KiB of
+   * rows) measured slower split, bf16 5.13 -> 6.50 ms with the chunks below (6 rounds, medians),
+   * int8 even (2.93 -> 3.03); with the earlier whole-row chunks of 64 rows bf16 3.56 -> 3.71,
+   * int8 2.27 -> 2.09 */
+  return unit && M * N * 4 <= (int64_t)info->vmem_bytes / 2;
+}
+
+/* See matmul_impl.h. bf16: the walk of the AVX512-BF16 dot (tl_bf_walk, dot_avx512bf16.c) over
+ * the step's K block in place; 8-bit integers: tl_mm_chunk_k's chunks. */
+int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
+  int64_t bk, nc;
+  if (a->dtype == TL_BF16 && bd->M <= TL_MM_WALK_M) return tl_mm_rows_ok(info, bd, a, b, &bk);
+  return tl_mm_chunk_k(info, bd, a, b, &nc) > 0;
+}
+
 /* See matmul_impl.h. 3-16 rows of a against a row-major b from memory read it in place badly:
  * one thread's share of each row is a short run a row stride apart (each row its own page),
  * and at a stride of a multiple of 4 KiB the lines the kernel walks down a panel share their L1
@@ -42,38 +81,28 @@ static int64_t tl_mm_chunk_ld(int64_t N, int64_t es) {
  * apart against 510 at 8 KiB + 128 bytes). Split over K instead, each thread reads runs of its
  * own rows, copied a chunk at a time into rows off the alias. Measured on a Zen 5 VM (2
  * threads, `tilec bench gemm --dtype D --peers none`, the in-place N split against this, cold):
- * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_KB bytes of each column (bf16 128 rows,
- * int8 256; the K block when shorter) by a slice of the columns, N cut into slices of whole 64
+ * see docs/matmul.md "K split". The chunk: TL_MM_CHUNK_KB bytes of each column (int8 256 rows;
+ * the K block when shorter) by a slice of the columns, N cut into slices of whole 64
  * columns, as equal as that allows (the last one shorter), of at most a TL_MM_CHUNK_DIV-th of
  * the VMEM budget per chunk (its rows' padding aside, tl_mm_chunk_ld): the dot keeps
  * each slice's accumulators over as many k as the chunk has, and the chunk, the next one being
  * prefetched beside it (matmul_body.c) and the slice's accumulator rows stay in the caches. The
- * dots that read such a copy well: bf16 on AVX512-BF16, int8 on AVX512-VNNI (tl_bf_rm, tl_q_rm;
- * at the amx level up to 15 rows, which the AMX dot leaves to them). f32 on AVX-512 measured no
+ * dot that reads such a copy well: int8 on AVX512-VNNI (tl_q_rm; at the amx level up to 15
+ * rows, which the AMX dot leaves to it). bf16 took these chunks too until 2026-11-28; it walks
+ * its K block in place since (tl_mm_rows_split). f32 on AVX-512 measured no
  * faster so (16x4096x4096 2.5-2.6 ms either way; 32-row chunks copied into 16-column tiles for
  * the one-pass tile kernel: 3.9-4.1), and keeps the N split, with its own walk over b in place
  * (tl_mm_run.sweep, matmul.c). */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
                       int64_t *nc) {
-  const int64_t S = info->threads, M = bd->M, N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);
-  const tl_dtype da = a->dtype;
+  const int64_t N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);
   int64_t bk;
-  if (M <= TL_MM_STREAM_M || M > TL_MM_CHUNK_M || a->stride[a->ndim - 1] != 1 || !tl_mm_split_shape(info, bd, b) ||
-      !tl_mm_split_blocks(bd->K, S, &bk) || TL_CDIV(N, tl_mm_stream_bn(N, info->threads)) < 2)
-    return 0;
-  const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
-  const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
-                                 : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;
-  if (!unit) return 0;
+  if ((a->dtype == TL_BF16 && bd->M <= TL_MM_WALK_M) || !tl_mm_rows_ok(info, bd, a, b, &bk)) return 0;
   const int64_t kc = TL_MIN(bk, TL_MM_CHUNK_KB / es); /* (bk: a multiple of 64, whole pairs / quads) */
   const int64_t widest = TL_MAX(64, (int64_t)info->vmem_bytes / TL_MM_CHUNK_DIV / (kc * es) / 64 * 64);
   const int64_t ns = TL_MIN(N, tl_mm_balanced(N, widest, 64));
-  /* within half the budget (a small one: 64 columns may be more than the twelfth); and the M x
-   * N accumulator rows in half the budget too, else the N split: 16x11008x4096 (704 KiB of
-   * rows) measured slower split, bf16 5.13 -> 6.50 ms with these chunks (6 rounds, medians), int8
-   * even (2.93 -> 3.03); with the earlier whole-row chunks of 64 rows bf16 3.56 -> 3.71, int8
-   * 2.27 -> 2.09 */
-  if (kc * tl_mm_chunk_ld(ns, es) > (int64_t)info->vmem_bytes / 2 || M * N * 4 > (int64_t)info->vmem_bytes / 2) return 0;
+  /* within half the budget (a small one: 64 columns may be more than the twelfth) */
+  if (kc * tl_mm_chunk_ld(ns, es) > (int64_t)info->vmem_bytes / 2) return 0;
   *nc = ns;
   return kc;
 }
@@ -97,7 +126,8 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   const int64_t nb = tl_mm_split_blocks(K, S, &bk);
   if (nb < S) return;
   int64_t nc = 0;
-  const int64_t kc = bd->M > TL_MM_STREAM_M ? tl_mm_chunk_k(info, bd, a, b, &nc) : 0;
+  const int rows = bd->M > TL_MM_STREAM_M; /* 3-16 rows: tl_mm_rows_split said so (matmul.c) */
+  const int64_t kc = rows ? tl_mm_chunk_k(info, bd, a, b, &nc) : 0;
   bd->split = (int)S;
   tl_mm_run *kr = &bd->ks_run;
   *kr = *r;
@@ -106,6 +136,7 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   kr->alpha = 1.0f, kr->beta = 0.0f, kr->act = TL_ACT_NONE;
   kr->BM = bd->M, kr->BN = N, kr->BK = bk;
   kr->chunk_k = kc, kr->chunk_n = nc, kr->chunk_ld = 0, kr->chunk_kall = K, kr->ichunk = -1;
+  kr->walk = rows && kc == 0;
   const tl_dtype acc_dt = a->dtype == TL_I8 || a->dtype == TL_U8 ? TL_I32 : TL_F32;
   kr->c_dt = acc_dt, kr->int_out = acc_dt == TL_I32;
   snprintf(bd->ks_map[0], sizeof bd->ks_map[0], "s, q -> 0, 0, %lld*q + s", (long long)S);
@@ -116,23 +147,27 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
   bd->ks_in[0].block[0] = bd->ks_in[1].block[0] = 1, bd->ks_in[0].block[1] = bd->M;
   bd->ks_out[0] = (tl_blockspec){.ndim = 3, .block = {1, bd->M, N}, .out = TL_OUT_WRITE};
   bd->ks_tin[0] = bd->tin[r->ia], bd->ks_tin[1] = bd->tin[r->ib];
-  const int64_t pshape[3] = {S, bd->M, N};
+  const int64_t pshape[3] = {S, bd->M, N}, ld = tl_mm_part_ld(N);
   bd->ks_tout[0] = tl_tensor_make(NULL, acc_dt, 3, pshape);
+  bd->ks_tout[0].stride[0] = bd->M * ld, bd->ks_tout[0].stride[1] = ld;
   bd->ks = (tl_kernel){.name = "matmul_ksplit", .body = tl_mm_body, .grid_ndim = 2, .grid = {S, nb / S},
                        .sem = {TL_PARALLEL, TL_ARBITRARY}, .n_in = 2, .n_out = 1, .flops = bd->k.flops};
-  if (kc > 0) {
-    /* the chunk in VMEM, the only buffer: a (unit column stride, tl_mm_chunk_k) and the partial
-     * rows are read and accumulated in place */
-    kr->chunk_ld = tl_mm_chunk_ld(nc, (int64_t)tl_dtype_size(b->dtype));
-    kr->ichunk = 3;
-    bd->ks_scr[0] = (tl_scratch){.dtype = TL_U8, .ndim = 2, .shape = {kc, kr->chunk_ld}};
-    bd->ks.n_scratch = 1;
+  if (rows) {
+    /* 3-16 rows: a (unit column stride, tl_mm_rows_split) and the partial rows are read and
+     * accumulated in place, so the chunk (int8) is the kernel's only VMEM and the bf16 walk
+     * has none */
     bd->ks_in[0].stage = TL_STAGE_NEVER;
     bd->ks_out[0].stage = TL_STAGE_NEVER;
     /* the body owns the thread's prefetch queue (tl_mm_chunks queues each next chunk and drops
      * what a dot left of the last): no spec may queue the next step's blocks there (b streamed
      * never asks; said here so that it stays so) */
     bd->ks_in[0].prefetch = bd->ks_in[1].prefetch = 0;
+  }
+  if (kc > 0) { /* the chunk in VMEM */
+    kr->chunk_ld = tl_mm_chunk_ld(nc, (int64_t)tl_dtype_size(b->dtype));
+    kr->ichunk = 3;
+    bd->ks_scr[0] = (tl_scratch){.dtype = TL_U8, .ndim = 2, .shape = {kc, kr->chunk_ld}};
+    bd->ks.n_scratch = 1;
   }
 }
 
@@ -143,9 +178,9 @@ void tl_mm_split_tin(const tl_mm_build *unsplit, const tl_tensor *tin, void *par
   for (int i = 0; i < unsplit->k.n_in; i++) {
     if (i == r->ib) continue;
     out[n] = tin[i];
-    if (i == r->ia) {
-      const int64_t shape[3] = {unsplit->split, unsplit->M, unsplit->N};
-      out[n] = tl_tensor_make(part, unsplit->ks_tout[0].dtype, 3, shape);
+    if (i == r->ia) { /* the partial products as the first kernel wrote them (tl_mm_part_ld) */
+      out[n] = unsplit->ks_tout[0];
+      out[n].data = part;
     }
     n++;
   }

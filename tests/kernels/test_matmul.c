@@ -963,12 +963,13 @@ static int ksplit_build(tl_ctx *ctx, const mm_case *mc, int *split, int64_t *chu
 
 /* 3-16 rows of bf16 / int8 a against a b streamed with contiguous rows (past a sixteenth of the
  * L3) on 2 threads: where the level has a row-major kernel for them (bf16 AVX512-BF16, int8
- * AVX512-VNNI, at the amx level up to 15 rows: tl_mm_chunk_k) K is split between the threads and
- * each K block copied into VMEM a chunk of rows at a time, else the product runs unsplit as
- * before; both against the reference (int8 exact, and equal to the packed b's run), with N not
- * a multiple of any panel, K blocks ending in a partial chunk, signed and unsigned int8, bf16 c,
- * int8 scales to f32, the epilogue; a transposed a (read in place only with unit column stride)
- * and a VMEM budget without room for a chunk stay unsplit. */
+ * AVX512-VNNI, at the amx level up to 15 rows: tl_mm_rows_split) K is split between the threads:
+ * bf16 up to 8 rows walked in place by the dot (no chunk), int8 and 9-16 bf16 rows with each K
+ * block copied into VMEM a chunk of rows at a time; else the product runs unsplit as before; all
+ * against the reference (int8 exact, and equal to the packed b's run), with N not a multiple of
+ * any panel, K blocks ending in a partial chunk, signed and unsigned int8, bf16 c, int8 scales to
+ * f32, the epilogue; a transposed a (read in place only with unit column stride) and a VMEM
+ * budget without room for the accumulator rows stay unsplit. */
 static void test_ksplit_rows(void) {
   tl_ctx *saved = g_ctx, *ctx, *tiny;
   tl_ctx_opts opts = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 768 << 10}; /* (the slices below) */
@@ -991,7 +992,8 @@ static void test_ksplit_rows(void) {
             {TL_I8, TL_I8, TL_I32, 8, 4100, 0, 0, 0},     {TL_U8, TL_I8, TL_F32, 13, 2000, 1, 1, 0},
             {TL_BF16, TL_BF16, TL_F32, 5, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 16, 3001, 0, 1, 0},
             {TL_BF16, TL_BF16, TL_BF16, 12, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 7, 2048, 0, 0, 1},
-            {TL_U8, TL_I8, TL_I32, 4, 4096, 0, 0, 1}};
+            {TL_U8, TL_I8, TL_I32, 4, 4096, 0, 0, 1},       {TL_BF16, TL_BF16, TL_F32, 8, 1000, 0, 1, 0},
+            {TL_BF16, TL_BF16, TL_BF16, 3, 4100, 0, 0, 0}};
   g_ctx = ctx;
   for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
     if (!g_top && i % 3 && cs[i].m != 16) continue; /* below the top level a third, and 16 rows (the amx rule) */
@@ -1002,20 +1004,23 @@ static void test_ksplit_rows(void) {
     if (cs[i].epi && g_top) mc.alpha = 0.5f, mc.beta = 0.25f, mc.bias = 1, mc.res = 1, mc.act = i8 ? TL_ACT_RELU : TL_ACT_GELU;
     const int unit = (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
                      (info.isa < TL_ISA_AMX || cs[i].m < 16);
-    const int want = unit && !cs[i].trans_a;
+    const int want = unit && !cs[i].trans_a, chunks = want && (i8 || cs[i].m > 8);
     int split, stream;
     int64_t chunk, slice;
     /* the chunks: up to 256 bytes of each column (bf16 128 rows, int8 256; K here depends on the
      * L3, and a shorter K block makes the chunk shorter and the slices wider) by slices of whole
      * 64 columns, the last one short where N is not a multiple (1000, 4100, 2000, 3001); K
-     * blocks ending in a short chunk. The exact sizes: the builds after this loop */
+     * blocks ending in a short chunk. The exact sizes: the builds after this loop. bf16 up to 8
+     * rows: none (the walk) */
     if (ksplit_build(ctx, &mc, &split, &chunk, &slice, &stream))
-      CHECK(split == (want ? 2 : 0) && (chunk > 0) == want && chunk <= 256 / (i8 ? 1 : 2) &&
-                (want ? slice > 0 && slice < N && slice % 64 == 0 : slice == 0),
+      CHECK(split == (want ? 2 : 0) && (chunk > 0) == chunks && chunk <= 256 / (i8 ? 1 : 2) &&
+                (chunks ? slice > 0 && slice < N && slice % 64 == 0 : slice == 0),
             "[%s] %s %lldx%lldx%lld%s: split %d chunk %lld x %lld, expected %s", g_isa, tl_dtype_name(cs[i].da),
             (long long)cs[i].m, (long long)N, (long long)K, cs[i].trans_a ? " (a transposed)" : "", split, (long long)chunk,
-            (long long)slice, want ? "2 and chunks of up to 256 bytes of K by slices of N" : "unsplit");
-    check_case(&mc, mc.dc == TL_I32 && mc.beta == 0, want ? "K split, 3-16 rows" : "3-16 rows, unsplit");
+            (long long)slice,
+            chunks ? "2 and chunks of up to 256 bytes of K by slices of N" : want ? "2 without chunks" : "unsplit");
+    check_case(&mc, mc.dc == TL_I32 && mc.beta == 0,
+               chunks ? "K split, 3-16 rows in chunks" : want ? "K split, bf16 walked" : "3-16 rows, unsplit");
     { /* what ran: the split (its plans taken, not refused for the unsplit one) */
       char dummy[64];
       tl_tensor a = tl_tensor_make(dummy, mc.da, 2, mc.sa), b = tl_tensor_make(dummy, mc.db, 2, mc.sb);
@@ -1046,20 +1051,22 @@ static void test_ksplit_rows(void) {
   }
   /* the chunk sizes on 768 KiB of VMEM, K at least 4096 (K blocks of 1024; builds only):
    * 256 bytes of K by slices of 256 columns (a twelfth of the budget) — int8 256 x 256 (N 4096:
-   * 16 slices; 4100: 16 of 256 and one of 4), bf16 128 x 256 (N 3001: 12 slices); long rows
-   * (bf16 N 11008, 22 KiB) 43 slices, taken for 8 rows (352 KiB of accumulator rows) but not for
-   * 16 (704 KiB, past half the budget: the N split instead) */
+   * 16 slices; 4100: 16 of 256 and one of 4), bf16 9-16 rows 128 x 256 (N 3001: 12 slices;
+   * 8192 at 10 rows, 320 KiB of accumulator rows: 32); long rows (bf16 N 11008) at 12 and 16
+   * rows not split (528 and 704 KiB of accumulator rows, past half the budget: the N split
+   * instead), at 8 rows (352 KiB) split and walked, without chunks */
   static const struct {
     tl_dtype da, db;
-    int64_t m, n, chunk, slice;
-  } xs[] = {{TL_U8, TL_I8, 3, 4096, 256, 256},      {TL_I8, TL_I8, 8, 4100, 256, 256},
-            {TL_BF16, TL_BF16, 16, 3001, 128, 256}, {TL_BF16, TL_BF16, 8, 11008, 128, 256},
-            {TL_BF16, TL_BF16, 16, 11008, 0, 0}};
+    int64_t m, n, split, chunk, slice;
+  } xs[] = {{TL_U8, TL_I8, 3, 4096, 1, 256, 256},      {TL_I8, TL_I8, 8, 4100, 1, 256, 256},
+            {TL_BF16, TL_BF16, 16, 3001, 1, 128, 256}, {TL_BF16, TL_BF16, 10, 8192, 1, 128, 256},
+            {TL_BF16, TL_BF16, 8, 11008, 1, 0, 0},    {TL_BF16, TL_BF16, 12, 11008, 0, 0, 0},
+            {TL_BF16, TL_BF16, 16, 11008, 0, 0, 0}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(xs); i++) {
     const int i8 = xs[i].da != TL_BF16;
     const int64_t N = xs[i].n, K = TL_MAX(4096, l3 / 16 / (N * (i8 ? 1 : 2)) + 77);
     mm_case mc = plain(xs[i].da, xs[i].db, i8 ? TL_I32 : TL_F32, xs[i].m, N, K);
-    const int want = xs[i].chunk && (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
+    const int want = xs[i].split && (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
                      (info.isa < TL_ISA_AMX || xs[i].m < 16);
     int split, stream;
     int64_t chunk, slice;
@@ -1067,17 +1074,18 @@ static void test_ksplit_rows(void) {
       CHECK((split == 2) == want && chunk == (want ? xs[i].chunk : 0) && slice == (want ? xs[i].slice : 0),
             "[%s] %s %lldx%lldx%lld on 768 KiB: split %d chunk %lld x %lld, expected %s", g_isa, tl_dtype_name(xs[i].da),
             (long long)xs[i].m, (long long)N, (long long)K, split, (long long)chunk, (long long)slice,
-            want ? "2 and the sizes above" : "no chunks");
+            want ? "2 and the sizes above" : "unsplit, no chunks");
   }
   /* beside the rule (builds only): f32 (its N split kept), N of one 16-column block, and a
-   * chunk past half the budget: bf16 3x256 (3 KiB of accumulator rows) on 40 KiB (the
+   * chunk past half the budget: bf16 12x256 (12 KiB of accumulator rows) on 40 KiB (the
    * narrowest chunk, 128 rows of 64 columns 192 bytes apart, is 24 KiB) unsplit, on 48 KiB
-   * split in such chunks */
+   * split in such chunks; bf16 3x256, walked without a chunk, split on 40 KiB */
   static const struct {
     tl_dtype da, db, dc;
-    int64_t m, n, vmem, chunk;
-  } bs[] = {{TL_F32, TL_F32, TL_F32, 8, 4096, 0, 0}, {TL_F32, TL_F32, TL_F32, 16, 2048, 0, 0}, {TL_U8, TL_I8, TL_I32, 8, 16, 0, 0},
-            {TL_BF16, TL_BF16, TL_F32, 3, 256, 40 << 10, 0}, {TL_BF16, TL_BF16, TL_F32, 3, 256, 48 << 10, 128}};
+    int64_t m, n, vmem, split, chunk;
+  } bs[] = {{TL_F32, TL_F32, TL_F32, 8, 4096, 0, 0, 0},         {TL_F32, TL_F32, TL_F32, 16, 2048, 0, 0, 0},
+            {TL_U8, TL_I8, TL_I32, 8, 16, 0, 0, 0},             {TL_BF16, TL_BF16, TL_F32, 12, 256, 40 << 10, 0, 0},
+            {TL_BF16, TL_BF16, TL_F32, 12, 256, 48 << 10, 1, 128}, {TL_BF16, TL_BF16, TL_F32, 3, 256, 40 << 10, 1, 0}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(bs); i++) {
     tl_ctx *x = ctx;
     if (bs[i].vmem) {
@@ -1086,14 +1094,16 @@ static void test_ksplit_rows(void) {
     }
     const int64_t es = (int64_t)tl_dtype_size(bs[i].db), N = bs[i].n, K = l3 / 16 / (N * es) + 77;
     mm_case mc = plain(bs[i].da, bs[i].db, bs[i].dc, bs[i].m, N, K);
-    const int want = bs[i].chunk && info.isa >= TL_ISA_AVX512BF16;
+    const int want = bs[i].split && info.isa >= TL_ISA_AVX512BF16;
     int split, stream;
     int64_t chunk, slice;
     if (ksplit_build(x, &mc, &split, &chunk, &slice, &stream))
-      CHECK(split == (want ? 2 : 0) && chunk == (want ? bs[i].chunk : 0) && slice == (want ? 64 : 0) && stream == want,
+      CHECK(split == (want ? 2 : 0) && chunk == (want ? bs[i].chunk : 0) && slice == (want && bs[i].chunk ? 64 : 0) &&
+                stream == want,
             "[%s] %s %lldx%lldx%lld (VMEM %lld): split %d chunk %lld x %lld stream %d, expected %s", g_isa,
             tl_dtype_name(bs[i].da), (long long)bs[i].m, (long long)N, (long long)K, (long long)bs[i].vmem, split,
-            (long long)chunk, (long long)slice, stream, want ? "2 and 128 x 64" : "unsplit, not streamed");
+            (long long)chunk, (long long)slice, stream,
+            want ? (bs[i].chunk ? "2 and 128 x 64" : "2 without chunks") : "unsplit, not streamed");
     if (x != ctx) tl_ctx_free(x);
   }
   /* the copy's rows never a multiple of 4 KiB apart (bf16 rows of 4032 bytes: 4160, not 4096;
@@ -1103,14 +1113,14 @@ static void test_ksplit_rows(void) {
     tl_ctx_opts ob = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 12 << 20};
     REQUIRE(tl_ctx_new(&ob, &big) == TL_OK, "%s", tl_last_error());
     char dummy[64];
-    const int64_t N = 2016, K = l3 / 16 / (N * 2) + 77, sa[2] = {8, K}, sb[2] = {K, N}, sc[2] = {8, N};
+    const int64_t N = 2016, K = l3 / 16 / (N * 2) + 77, sa[2] = {12, K}, sb[2] = {K, N}, sc[2] = {12, N};
     tl_tensor a = tl_tensor_make(dummy, TL_BF16, 2, sa), b = tl_tensor_make(dummy, TL_BF16, 2, sb);
     tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
     tl_mm_build bd;
     const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
     const tl_status st = tl_mm_prepare(big, &a, &b, &c, &mo, &bd);
     CHECK(st == TL_OK && bd.split == 2 && bd.ks_run.chunk_n == N && bd.ks_run.chunk_ld == 4160,
-          "[%s] bf16 8x2016x%lld: split %d, slices of %lld, copy rows %lld bytes apart (expected 2016 and 4160)", g_isa,
+          "[%s] bf16 12x2016x%lld: split %d, slices of %lld, copy rows %lld bytes apart (expected 2016 and 4160)", g_isa,
           (long long)K, st == TL_OK ? bd.split : -1, st == TL_OK ? (long long)bd.ks_run.chunk_n : -1LL,
           st == TL_OK ? (long long)bd.ks_run.chunk_ld : -1LL);
     tl_ctx_free(big);

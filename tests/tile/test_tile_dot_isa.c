@@ -398,6 +398,19 @@ static void test_random_cases(void) {
                         .accum = (int)(m == 3), .bkind = B_ROW, .pad_a = 1, .pad_b = 3, .pad_c = m};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
+        /* 3-8 rows of bf16 against a row-major b block past 1 MiB: the walk (32 rows a sweep, a
+         * packed 1024 k at a time, accumulators kept in pair order between sweeps): n a multiple
+         * of its 32-column panels and not, k past one packed piece and odd (the last sweep ends
+         * in a lone k), a single short sweep (k 13 over 50000 columns), row gaps, both flags */
+        if (pairs[p][0] == TL_BF16) {
+          static const int64_t mw[] = {3, 4, 5, 6, 7, 8};
+          for (size_t mi = 0; mi < sizeof mw / sizeof mw[0]; mi++) {
+            const int64_t m = mw[mi], n = mi == 5 ? 50000 : mi & 1 ? 512 : 530 + m, k = mi == 5 ? 13 : 1100 + 2 * m + 1;
+            dot_case c = {.ta = TL_BF16, .tb = TL_BF16, .m = m, .n = n, .k = k, .accum = (int)(mi & 1), .bkind = B_ROW,
+                          .pad_a = (int)mi, .pad_b = mi & 2 ? 9 : 0, .pad_c = 2};
+            run_case(ctx, (tl_isa)isa, &c, &rng);
+          }
+        }
         /* every row count up to 16 against a row-major b in place: each row block's panel width
          * (128 / 64 / 32 columns) and its last panel cut short (n 70, 135), k odd and even */
         for (int64_t m = 1; m <= 16; m++) {

@@ -7,7 +7,8 @@
  * instruction wants (bf16: vnni 2, int8: vnni 4) with tile_c a multiple of 16 — the AMX B layout
  * (tile_r x 16) is one such; with up to 16 rows of acc a row-major b with unit column stride is
  * read in place too (pairs / quads built in registers; a block past TL_BF_STREAM_BYTES walked
- * TL_BF_STREAM_K rows at a time); 3-16 rows over tiles with tile_c 16 go one tile at a time in
+ * TL_BF_STREAM_K rows at a time, bf16 with 3-8 rows TL_BF_WALK_K rows at a time with the
+ * accumulators kept in pair order: tl_bf_walk); 3-16 rows over tiles with tile_c 16 go one tile at a time in
  * one pass with a packed (tl_bf_tile16); any other b (row-major with more rows, strided, TL_DOT_TRANS_B —
  * by dword transposes when its column stride is 1 —, other tilings) is staged per panel of 32
  * columns on the stack in that layout first. Integer sign combinations:
@@ -25,7 +26,8 @@
  *   inputs read as zero and denormal results flush to zero (instruction semantics).
  * - int8: int32 arithmetic that wraps (exact modulo 2^32): equal to the scalar reference while
  *   the true result fits in int32.
- * - No allocation, no locks; the stack holds one 16 KiB panel and 32 KiB of packed a.
+ * - No allocation, no locks; the stack holds one 16 KiB panel and 32 KiB of packed a (the walk:
+ *   16 KiB of packed a).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -495,6 +497,140 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
   }
 }
 
+#if !TL_BF_VNNI_ONLY
+/* ---- bf16, 3-8 rows, b row-major from memory: the walk ----
+ *
+ * A row-major b block past TL_BF_STREAM_BYTES against 3 to TL_BF_WALK_M rows of a (tl_matmul's
+ * K split gives each thread such a block of whole rows: matmul_split.c) is walked TL_BF_WALK_K
+ * rows at a time over all its columns, in panels of 32 columns, as the 1-2-row walk does
+ * (tl_bf_sweep), and before each panel the matching share of the next sweep's rows is prefetched
+ * (tl_sweep_pf): memory sees one stream a sweep ahead, a contiguous one when b's rows are (the K
+ * split's). In the last sweep the thread's prefetch queue is pumped instead (the K split queues
+ * its next step's first rows there). a is packed once per TL_BF_WALK_KA k into its pairs, row
+ * after row per pair (a's rows, often a multiple of 4 KiB apart, would share their L1 sets with
+ * b's), and the accumulators stay in the lo / hi order of tl_bf_rm between the sweeps of a piece
+ * (a panel's 32 columns of acc hold that order in memory: stored as they are and loaded back; the
+ * panel at the N edge and the first and last sweeps of a piece convert). Each acc(i, j) still sums
+ * the pairs (k, k + 1) of even k in increasing order from acc or zero: the sums of tl_bf_rm.
+ * Measured against the chunks it replaced (the K split copying b 128 rows by 256 columns at a
+ * time into VMEM for tl_bf_rm): docs/matmul.md "3-8 bf16 rows: the walk". With 9-16 rows (two
+ * row blocks, each reading the panel's lines again from L2) it measured slower than those chunks,
+ * which tl_matmul keeps for them. */
+#define TL_BF_WALK_M 8
+#define TL_BF_WALK_K 32
+#define TL_BF_WALK_KA 1024
+
+/* How a panel's accumulators start: zero, from acc in column order, from acc in pair order. */
+enum { TL_BF_W_ZERO, TL_BF_W_COLS, TL_BF_W_PAIRS };
+
+/* c[0..mr) x [0..32) (+)= a @ b over kc rows of b (ldb apart), a packed as pairs (word (p, i)
+ * at ap[p * m + i], a zero high half past kc), columns masked by mk (full: all 32, which then keep
+ * the pair order unless out_cols). mr is a compile-time constant (tl_bf_walk). */
+static inline __attribute__((always_inline)) void tl_bf_walk_kern(int mr, int64_t kc, const uint32_t *ap, int64_t m,
+                                                                  const uint16_t *b, int64_t ldb, float *c,
+                                                                  int64_t ldc, __mmask32 mk, int full, int in,
+                                                                  int out_cols) {
+  __m512 lo[8], hi[8];
+  const __mmask16 m0 = (__mmask16)mk, m1 = (__mmask16)(mk >> 16);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+    if (in == TL_BF_W_ZERO) lo[i] = hi[i] = _mm512_setzero_ps();
+    else if (in == TL_BF_W_COLS || !full)
+      tl_bf_to_pairs(_mm512_maskz_loadu_ps(m0, c + i * ldc), _mm512_maskz_loadu_ps(m1, c + i * ldc + 16), &lo[i], &hi[i]);
+    else lo[i] = _mm512_loadu_ps(c + i * ldc), hi[i] = _mm512_loadu_ps(c + i * ldc + 16);
+  }
+  int64_t k = 0;
+  for (; k + 1 < kc; k += 2) {
+    const __m512i r0 = full ? _mm512_loadu_si512(b + k * ldb) : _mm512_maskz_loadu_epi16(mk, b + k * ldb);
+    const __m512i r1 = full ? _mm512_loadu_si512(b + (k + 1) * ldb) : _mm512_maskz_loadu_epi16(mk, b + (k + 1) * ldb);
+    const __m512i bl = _mm512_unpacklo_epi16(r0, r1), bh = _mm512_unpackhi_epi16(r0, r1);
+    const uint32_t *w = ap + (k >> 1) * m;
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+      if (i >= mr) break;
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w[i]);
+      lo[i] = _mm512_dpbf16_ps(lo[i], av, (__m512bh)bl);
+      hi[i] = _mm512_dpbf16_ps(hi[i], av, (__m512bh)bh);
+    }
+  }
+  if (k < kc) { /* the last k of an odd count: b's next row zero (a's second half is) */
+    const __m512i r0 = _mm512_maskz_loadu_epi16(mk, b + k * ldb), z = _mm512_setzero_si512();
+    const __m512i bl = _mm512_unpacklo_epi16(r0, z), bh = _mm512_unpackhi_epi16(r0, z);
+    const uint32_t *w = ap + (k >> 1) * m;
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+      if (i >= mr) break;
+      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w[i]);
+      lo[i] = _mm512_dpbf16_ps(lo[i], av, (__m512bh)bl);
+      hi[i] = _mm512_dpbf16_ps(hi[i], av, (__m512bh)bh);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+    if (out_cols || !full) {
+      __m512 c0, c1;
+      tl_bf_from_pairs(lo[i], hi[i], &c0, &c1);
+      _mm512_mask_storeu_ps(c + i * ldc, m0, c0);
+      _mm512_mask_storeu_ps(c + i * ldc + 16, m1, c1);
+    } else {
+      _mm512_storeu_ps(c + i * ldc, lo[i]);
+      _mm512_storeu_ps(c + i * ldc + 16, hi[i]);
+    }
+  }
+}
+
+/* acc (+)= a @ b for 3 to TL_BF_WALK_M rows of bf16 a and a row-major b (unit column stride, read
+ * in place) from memory: the walk above. */
+static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                       float *c, int64_t ldc, int accum) {
+  _Alignas(64) uint32_t ap[TL_BF_WALK_M * TL_BF_WALK_KA / 2];
+  if (kk == 0) {
+    if (!accum)
+      for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+    return;
+  }
+  for (int64_t p0 = 0; p0 < kk; p0 += TL_BF_WALK_KA) {
+    const int64_t pk = TL_MIN(TL_BF_WALK_KA, kk - p0);
+    for (int64_t q = 0; q < TL_CDIV(pk, 2); q++)
+      for (int64_t i = 0; i < m; i++) {
+        const uint16_t *ai = a + i * lda + p0 + 2 * q;
+        ap[q * m + i] = (uint32_t)ai[0] | (2 * q + 1 < pk ? (uint32_t)ai[1] << 16 : 0u);
+      }
+    for (int64_t k0 = 0; k0 < pk; k0 += TL_BF_WALK_K) {
+      const int64_t kc = TL_MIN(TL_BF_WALK_K, pk - k0), kn = p0 + k0 + kc;
+      const int in = k0 > 0 ? TL_BF_W_PAIRS : p0 > 0 || accum ? TL_BF_W_COLS : TL_BF_W_ZERO;
+      const int out_cols = k0 + kc >= pk;
+      const int64_t pfrows = TL_MIN(TL_BF_WALK_K, kk - kn);
+      tl_sweep_pf pf = tl_sweep_pf_at(b + kn * ldb, pfrows, n * 2, ldb * 2);
+      /* the last sweep: what the thread's queue holds (the K split's next step's first rows,
+       * matmul_body.c), spread over the panels */
+      const int64_t pending = pfrows ? 0 : tl_prefetch_pending(), pq = TL_CDIV(pending, TL_CDIV(n, 32));
+      tl_pfq *pfq = pq ? tl_prefetch_queue() : NULL;
+      const uint16_t *bk = b + (p0 + k0) * ldb;
+      const uint32_t *ak = ap + (k0 >> 1) * m;
+      for (int64_t j0 = 0; j0 < n; j0 += 32) {
+        const int64_t w = TL_MIN(32, n - j0);
+        const __mmask32 mk = w == 32 ? ~(__mmask32)0 : (__mmask32)((1u << w) - 1u);
+        tl_sweep_pf_issue(&pf, pfrows * w * 2);
+        if (pq) tl_prefetch_pump_q(pfq, pq);
+#define TL_BF_WALK_CASE(MR) tl_bf_walk_kern(MR, kc, ak, m, bk + j0, ldb, c + j0, ldc, mk, w == 32, in, out_cols)
+        switch (m) {
+        case 3: TL_BF_WALK_CASE(3); break;
+        case 4: TL_BF_WALK_CASE(4); break;
+        case 5: TL_BF_WALK_CASE(5); break;
+        case 6: TL_BF_WALK_CASE(6); break;
+        case 7: TL_BF_WALK_CASE(7); break;
+        default: TL_BF_WALK_CASE(8); break;
+        }
+#undef TL_BF_WALK_CASE
+      }
+    }
+  }
+}
+#endif
+
 /* ---- 8-bit integers with b row-major in place (few rows of a) ----
  *
  * VPDPBUSD wants (b[k][j], .., b[k+3][j]) in each dword: four rows of b (64 columns each) are
@@ -745,6 +881,13 @@ int TL_BF_DOT_ENTRY(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flag
      * every sum is the same sequence of instructions), so b is read as a few long contiguous runs
      * at a time, as the f32 streaming kernel does */
     const int stream = n * kk * es > TL_BF_STREAM_BYTES;
+#if !TL_BF_VNNI_ONLY
+    if (stream && mode == TL_BF_BF16 && m >= 3 && m <= TL_BF_WALK_M) {
+      tl_bf_walk(m, n, kk, (const uint16_t *)a->data, a->stride[0], (const uint16_t *)b->data, b->stride[0],
+                 (float *)acc->data, acc->stride[0], accum);
+      return 1;
+    }
+#endif
     const int64_t kstep = stream ? TL_BF_STREAM_K : kk;
     for (int64_t k0 = 0; k0 < kk || k0 == 0; k0 += kstep) {
       const int64_t kc = kk - k0 < kstep ? kk - k0 : kstep;
