@@ -87,5 +87,8 @@ int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int colview
 /* Streaming stores for outputs: -1 automatic (tl_ro_nt_auto), 0 never, 1 always (where the ISA
  * path has them). Per context; for measuring. */
 void tl_ro_set_nt(tl_ctx *ctx, int mode);
+/* The streaming-store choice of ctx's last softmax / norm call that reached its plans (1 or 0),
+ * -1 before any; for tests. */
+int tl_ro_last_nt(tl_ctx *ctx);
 
 #endif /* TL_NORM_IMPL_H */

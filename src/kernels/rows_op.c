@@ -356,6 +356,7 @@ typedef struct tl_ro_entry {
 typedef struct tl_ro_cache {
   uint64_t clock;
   int nt_mode; /* -1 auto, 0 never, 1 always */
+  int last_nt;  /* the last call's choice (tl_ro_last_nt) */
   tl_ro_entry e[TL_RO_CACHE];
 } tl_ro_cache;
 
@@ -388,6 +389,11 @@ int tl_ro_nt_auto(const tl_ctx_info *info, int64_t traffic, int ybf, int colview
 void tl_ro_set_nt(tl_ctx *ctx, int mode) {
   tl_ro_cache *c = ctx ? tl_ro_cache_get(ctx) : NULL;
   if (c) c->nt_mode = mode < 0 ? -1 : mode > 0;
+}
+
+int tl_ro_last_nt(tl_ctx *ctx) {
+  tl_ro_cache *c = ctx ? tl_ctx_slot_get(ctx, &tl_ro_slot) : NULL;
+  return c ? c->last_nt : -1;
 }
 
 static void tl_ro_key_tensor(tl_tensor *dst, const tl_tensor *t) {
@@ -520,6 +526,7 @@ tl_status tl_ro_call(tl_ctx *ctx, const tl_ro_req *rq) {
   const int64_t traffic = tl_tensor_nbytes(rq->x) + tl_tensor_nbytes(rq->y);
   const tl_ro_run *r0 = &bd.d[0].run;
   const int nt = cache->nt_mode >= 0 ? cache->nt_mode : tl_ro_nt_auto(&info, traffic, r0->ybf, r0->cols, r0->A);
+  cache->last_nt = nt;
   int64_t idx[TL_MAX_DIMS] = {0};
   for (;;) {
     int64_t ox = 0, oy = 0;

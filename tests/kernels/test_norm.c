@@ -140,24 +140,27 @@ static void test_large_means(void) {
       }
 }
 
-/* Rows whose first 16 elements sit far from the rest (1e4, then N(0, 1)): layernorm's one sweep
- * takes its moments about the mean of the first few elements, here about 1e4 while the mean is
- * near 1e4 * 16 / n, and must notice that and take them again about the mean (the variance would
- * otherwise lose log10(n / 16) more digits: without the second sweep this test measured errors of
- * 1.3e-5 to 1.2e-4 at 4096 and 16384 columns, against the tolerance 1e-5). The small-budget
+/* Rows whose first 16 elements sit far from the rest (1e4, then N(0, 1); x in f32 and in bf16):
+ * layernorm's one sweep takes its moments about the mean of the first few elements, here about
+ * 1e4 while the mean is near 1e4 * 16 / n, and must notice that and take them again about the
+ * mean (the variance would otherwise lose log10(n / 16) more digits: without the second sweep
+ * this test measured errors of 1.3e-5 to 1.2e-4 at 4096 and 16384 columns, against the tolerance
+ * 1e-5). The small-budget
  * context runs it through the two-level path, whose chunks of about 200 take the second sweep
  * too, where skipping it would cost little (the ratio is at most chunk / 16). */
 static void test_far_shift(void) {
   static const int64_t shapes[][2] = {{3, 16384}, {6, 4096}, {4, 1000}, {3, 20}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-    for (int c = 0; c < 2; c++) {
-      nt_t x = nt_make(TL_F32, 2, shapes[i], NT_CONTIG, 0, 1), y = nt_make(TL_F32, 2, shapes[i], NT_CONTIG, 0, 1);
+    for (int c = 0; c < 4; c++) { /* both contexts, x in f32 and in bf16 (its own loads) */
+      const tl_dtype xd = c & 2 ? TL_BF16 : TL_F32;
+      nt_t x = nt_make(xd, 2, shapes[i], NT_CONTIG, 0, 1), y = nt_make(TL_F32, 2, shapes[i], NT_CONTIG, 0, 1);
       for (int64_t k = 0; k < x.nmem; k++) {
         double u1 = test_rng_uniform(&nt_rng, 1e-12, 1), u2 = test_rng_uniform(&nt_rng, 0, 1);
-        ((float *)x.mem)[k] = k % shapes[i][1] < 16 ? 1e4f : (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+        nt_set(x.mem, xd, k, k % shapes[i][1] < 16 ? 1e4 : sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
       }
       nt_poison(&y);
-      run_case(c ? g_small : g_ctx, "far shift", &x.t, NULL, NULL, 1e-5f, &y.t, 0, 1e-5);
+      run_case(c & 1 ? g_small : g_ctx, xd == TL_BF16 ? "far shift, bf16 x" : "far shift", &x.t, NULL, NULL, 1e-5f, &y.t, 0,
+               1e-5);
       nt_free(&x), nt_free(&y);
     }
 }
@@ -251,6 +254,43 @@ static void test_nt_auto(void) {
   CHECK(tl_ro_nt_auto(&info, small, 1, 0, 8192) == 0, "[%s] bf16 at the threshold does not stream", g_isa);
 }
 
+/* The choice reaches the plans: what tl_ro_call decided for public calls (tl_ro_last_nt), beyond
+ * the threshold — bf16 softmax rows of 1024 (below TL_RO_NT_BF16_ROW) without streaming stores,
+ * of 2048 with them, bf16 softmax over columns (axis 0) and f32 layernorm rows of 512 with them;
+ * a bf16 row of 1024 within the threshold without; and tl_ro_set_nt's forcing over the rule. */
+static void test_nt_wiring(void) {
+  tl_ctx_info info;
+  tl_ctx_info_get(g_ctx, &info);
+  const int64_t thr = tl_ro_nt_threshold(&info);
+  if (thr > ((int64_t)48 << 20)) {
+    fprintf(stderr, "    nt wiring: the threshold is %lld MiB here: skipped\n", (long long)(thr >> 20));
+    return;
+  }
+  const int64_t R = thr / 4096 + 64; /* bf16 rows of 1024 (f32 rows of 512): x + y past thr */
+  static const struct {
+    tl_dtype dt;
+    int op; /* 0 softmax over the last axis, 1 softmax over axis 0, 2 layernorm */
+    int64_t rows, cols;
+    int want;
+  } cs[] = {{TL_BF16, 0, 0, 1024, 0}, {TL_BF16, 0, 0, 2048, 1}, {TL_BF16, 1, 0, 1024, 1},
+            {TL_F32, 2, 0, 512, 1},   {TL_BF16, 0, 64, 1024, 0}};
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    const int64_t rows = cs[i].rows ? cs[i].rows : R * 1024 / cs[i].cols, sh[2] = {rows, cs[i].cols};
+    nt_t x = nt_make(cs[i].dt, 2, sh, NT_CONTIG, -1, 1), y = nt_make(cs[i].dt, 2, sh, NT_CONTIG, 0, 1);
+    for (int force = -1; force <= 1; force++) {
+      tl_ro_set_nt(g_ctx, force);
+      const tl_status st = cs[i].op == 2 ? tl_layernorm(g_ctx, &x.t, NULL, NULL, 1e-5f, &y.t)
+                                         : tl_softmax(g_ctx, &x.t, &y.t, cs[i].op == 1 ? 0 : 1);
+      const int want = force < 0 ? cs[i].want : force;
+      CHECK(st == TL_OK && tl_ro_last_nt(g_ctx) == want, "[%s] %s %s %lldx%lld (forced %d): %s, streaming stores %d, want %d",
+            g_isa, tl_dtype_name(cs[i].dt), cs[i].op == 2 ? "layernorm" : cs[i].op ? "softmax over axis 0" : "softmax",
+            (long long)rows, (long long)cs[i].cols, force, tl_status_name(st), tl_ro_last_nt(g_ctx), want);
+    }
+    tl_ro_set_nt(g_ctx, -1);
+    nt_free(&x), nt_free(&y);
+  }
+}
+
 static void refused(tl_status got, tl_status st, const char *word, const nt_t *y, const void *save, const char *what) {
   CHECK(got == st, "[%s] %s: got %s, want %s (%s)", g_isa, what, tl_status_name(got), tl_status_name(st), tl_ctx_error(g_ctx));
   CHECK(strstr(tl_ctx_error(g_ctx), word) != NULL, "[%s] %s: message '%s' lacks '%s'", g_isa, what, tl_ctx_error(g_ctx), word);
@@ -322,6 +362,7 @@ int main(void) {
     RUN(test_two_level);
     RUN(test_streaming);
     RUN(test_nt_auto);
+    RUN(test_nt_wiring);
     RUN(test_refusals_and_zero);
     tl_ctx_free(g_ctx);
     tl_ctx_free(g_small);
