@@ -256,7 +256,8 @@ static void test_nt_auto(void) {
 
 /* The choice reaches the plans: what tl_ro_call decided for public calls (tl_ro_last_nt), beyond
  * the threshold — bf16 softmax rows of 1024 (below TL_RO_NT_BF16_ROW) without streaming stores,
- * of 2048 with them, bf16 softmax over columns (axis 0) and f32 layernorm rows of 512 with them;
+ * of 2048 with them, bf16 softmax over columns (axis 0, 1024 of them) and f32 layernorm rows of
+ * 512 with them;
  * a bf16 row of 1024 within the threshold without; and tl_ro_set_nt's forcing over the rule. */
 static void test_nt_wiring(void) {
   tl_ctx_info info;
@@ -275,7 +276,9 @@ static void test_nt_wiring(void) {
   } cs[] = {{TL_BF16, 0, 0, 1024, 0}, {TL_BF16, 0, 0, 2048, 1}, {TL_BF16, 1, 0, 1024, 1},
             {TL_F32, 2, 0, 512, 1},   {TL_BF16, 0, 64, 1024, 0}};
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-    const int64_t rows = cs[i].rows ? cs[i].rows : R * 1024 / cs[i].cols, sh[2] = {rows, cs[i].cols};
+    /* (softmax over axis 0: 1024 rows reduced, R columns, so that only the columns view streams) */
+    const int64_t rows = cs[i].rows ? cs[i].rows : cs[i].op == 1 ? 1024 : R * 1024 / cs[i].cols;
+    const int64_t sh[2] = {rows, cs[i].op == 1 ? R : cs[i].cols};
     nt_t x = nt_make(cs[i].dt, 2, sh, NT_CONTIG, -1, 1), y = nt_make(cs[i].dt, 2, sh, NT_CONTIG, 0, 1);
     for (int force = -1; force <= 1; force++) {
       tl_ro_set_nt(g_ctx, force);
@@ -284,7 +287,7 @@ static void test_nt_wiring(void) {
       const int want = force < 0 ? cs[i].want : force;
       CHECK(st == TL_OK && tl_ro_last_nt(g_ctx) == want, "[%s] %s %s %lldx%lld (forced %d): %s, streaming stores %d, want %d",
             g_isa, tl_dtype_name(cs[i].dt), cs[i].op == 2 ? "layernorm" : cs[i].op ? "softmax over axis 0" : "softmax",
-            (long long)rows, (long long)cs[i].cols, force, tl_status_name(st), tl_ro_last_nt(g_ctx), want);
+            (long long)sh[0], (long long)sh[1], force, tl_status_name(st), tl_ro_last_nt(g_ctx), want);
     }
     tl_ro_set_nt(g_ctx, -1);
     nt_free(&x), nt_free(&y);
