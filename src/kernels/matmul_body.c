@@ -231,8 +231,8 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
        * queue nothing, tl_mm_split_decide) */
       const int64_t S = tl_num_programs(p, 0), next = S * (tl_program_id(p, 1) + 1) + tl_program_id(p, 0);
       const int64_t es = (int64_t)tl_dtype_size(b.dtype), rs = b.stride[0] * es;
-      tl_prefetch_queue_rows((const char *)b.data + S * r->BK * rs, TL_MIN(TL_MM_WALK_PF, r->chunk_kall - next * r->BK),
-                             b.valid[1] * es, rs);
+      tl_prefetch_queue_rows((const char *)b.data + S * r->BK * rs,
+                             TL_MIN(TL_MM_WALK_PF / es, r->chunk_kall - next * r->BK), b.valid[1] * es, rs);
     }
     tl_tile_dot(p, &accv, &a, &b, first ? 0u : (unsigned)TL_DOT_ACCUMULATE);
   }

@@ -48,12 +48,13 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
  * which the dot reads (matmul_split.c). */
 #define TL_MM_CHUNK_M 16
 /* bf16 with 3 to TL_MM_WALK_M rows takes no chunks: the AVX512-BF16 dot walks each step's K
- * block in place (tl_mm_rows_split; tl_bf_walk, dot_avx512bf16.c, up to the same 8 rows), and the
- * body queues the thread's next step's first TL_MM_WALK_PF rows (the walk's sweep) for its last
- * sweep to prefetch. 9-16 rows measured slower walked (bf16 16x4096x4096 2.04 -> 2.36 ms, 3
- * rounds; 12 rows even in a throwaway harness), so they keep the chunks. */
+ * block in place (tl_mm_rows_split; tl_bf_walk, dot_avx512bf16.c, up to the same 8 rows), and so
+ * does f32 on AVX-512 (tl_a5_walk, dot_avx512.c) past half the L3; the body queues the first
+ * TL_MM_WALK_PF bytes of each column of the thread's next step (bf16 32 rows, f32 16) for the
+ * walk's last sweep to prefetch. 9-16 bf16 rows measured slower walked (bf16 16x4096x4096 2.04
+ * -> 2.36 ms, 3 rounds; 12 rows even in a throwaway harness), so they keep the chunks. */
 #define TL_MM_WALK_M 8
-#define TL_MM_WALK_PF 32
+#define TL_MM_WALK_PF 64
 #define TL_MM_CHUNK_KB 256
 #define TL_MM_CHUNK_DIV 12
 /* The N block of a streamed b (tl_mm_config, before any budget shrinks it): one per thread,
@@ -115,9 +116,9 @@ typedef struct tl_mm_run {
    * last chunk's dot prefetches, may be short) */
   int64_t chunk_k, chunk_n, chunk_ld, chunk_kall;
   int ichunk;
-  /* the split's first kernel for 3-TL_MM_WALK_M rows of bf16 (no chunks: the dot walks the
-   * step's K block in place): the body queues the thread's next step's first TL_MM_WALK_PF rows
-   * of b for the walk's last sweep to prefetch */
+  /* the split's first kernel for 3-TL_MM_WALK_M rows of bf16 / f32 (no chunks: the dot walks
+   * the step's K block in place): the body queues the thread's next step's first rows of b
+   * (TL_MM_WALK_PF bytes of each column) for the walk's last sweep to prefetch */
   int walk;
   int64_t BM, BN, BK;
 } tl_mm_run;

@@ -57,8 +57,9 @@ static int tl_mm_rows_ok(const tl_ctx_info *info, const tl_mm_build *bd, const t
       !tl_mm_split_blocks(bd->K, S, bk) || TL_CDIV(N, tl_mm_stream_bn(N, info->threads)) < 2)
     return 0;
   const int amx_rows = info->isa < TL_ISA_AMX || M < 16; /* 16 rows: AMX tiles at the amx level */
-  const int unit = da == TL_BF16 ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
-                                 : da != TL_F32 && info->isa >= TL_ISA_AVX512VNNI && amx_rows;
+  const int unit = da == TL_BF16  ? info->isa >= TL_ISA_AVX512BF16 && amx_rows
+                   : da == TL_F32 ? info->isa >= TL_ISA_AVX512 && M <= TL_MM_WALK_M /* the AVX-512 walk */
+                                  : info->isa >= TL_ISA_AVX512VNNI && amx_rows;
   /* the accumulator rows within half the budget, else the N split: 16x11008x4096 (704 KiB of
    * rows) measured slower split, bf16 5.13 -> 6.50 ms with the chunks below (6 rounds, medians),
    * int8 even (2.93 -> 3.03); with the earlier whole-row chunks of 64 rows bf16 3.56 -> 3.71,
@@ -66,11 +67,12 @@ static int tl_mm_rows_ok(const tl_ctx_info *info, const tl_mm_build *bd, const t
   return unit && M * N * 4 <= (int64_t)info->vmem_bytes / 2;
 }
 
-/* See matmul_impl.h. bf16: the walk of the AVX512-BF16 dot (tl_bf_walk, dot_avx512bf16.c) over
- * the step's K block in place; 8-bit integers: tl_mm_chunk_k's chunks. */
+/* See matmul_impl.h. bf16 and f32 up to TL_MM_WALK_M rows: the walk of the AVX512-BF16 /
+ * AVX-512 dot (tl_bf_walk, tl_a5_walk) over the step's K block in place; 8-bit integers and 9-16
+ * bf16 rows: tl_mm_chunk_k's chunks. */
 int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   int64_t bk, nc;
-  if (a->dtype == TL_BF16 && bd->M <= TL_MM_WALK_M) return tl_mm_rows_ok(info, bd, a, b, &bk);
+  if ((a->dtype == TL_BF16 || a->dtype == TL_F32) && bd->M <= TL_MM_WALK_M) return tl_mm_rows_ok(info, bd, a, b, &bk);
   return tl_mm_chunk_k(info, bd, a, b, &nc) > 0;
 }
 
@@ -97,7 +99,8 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
                       int64_t *nc) {
   const int64_t N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);
   int64_t bk;
-  if ((a->dtype == TL_BF16 && bd->M <= TL_MM_WALK_M) || !tl_mm_rows_ok(info, bd, a, b, &bk)) return 0;
+  if (a->dtype == TL_F32 || (a->dtype == TL_BF16 && bd->M <= TL_MM_WALK_M) || !tl_mm_rows_ok(info, bd, a, b, &bk))
+    return 0;
   const int64_t kc = TL_MIN(bk, TL_MM_CHUNK_KB / es); /* (bk: a multiple of 64, whole pairs / quads) */
   const int64_t widest = TL_MAX(64, (int64_t)info->vmem_bytes / TL_MM_CHUNK_DIV / (kc * es) / 64 * 64);
   const int64_t ns = TL_MIN(N, tl_mm_balanced(N, widest, 64));

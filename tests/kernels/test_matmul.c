@@ -719,8 +719,8 @@ static void test_stream(void) {
  * blocks of at most TL_MM_SWEEP_BN columns, as many as a multiple of the threads, over the whole
  * of K, a and b in place, neither streamed nor split (tl_mm_run.sweep: the AVX-512 dot's
  * sweeping walk, the AVX2 dot's wide staging); not so for 1-2 or 32 rows, at the scalar level, a
- * b within half the L3, or (8 threads) N too narrow for a block per thread (builds only, 1, 2
- * and 8 threads). Against the reference at the top level (and at AVX2) with N not a multiple of
+ * b within half the L3, (8 threads) N too narrow for a block per thread, or 3-8 rows on 2 threads
+ * at the AVX-512 levels, which take the K split and its walk (builds only, 1, 2 and 8 threads). Against the reference at the top level (and at AVX2) with N not a multiple of
  * a panel or window, the epilogue with beta, a batch, and a budget that narrows the blocks. */
 static void test_sweep(void) {
   tl_ctx_info info;
@@ -765,10 +765,15 @@ static void test_sweep(void) {
           CHECK(st == TL_OK, "[%s] prepare f32 %lldx%lldx%lld: %s", g_isa, (long long)m, (long long)n, (long long)k,
                 tl_ctx_error(ctx));
           if (st != TL_OK) continue;
-          const int want = vec && past && m >= 3 && m <= 31;
+          /* 3-8 rows on 2 threads at the AVX-512 levels: the K split, walked (tl_mm_rows_split) */
+          const int walk = past && m >= 3 && m <= TL_MM_WALK_M && threads == 2 && info.isa >= TL_ISA_AVX512;
+          const int want = vec && past && m >= 3 && m <= 31 && !walk;
           const int64_t BN = bd.run.BN, nb = TL_CDIV(n, BN);
           CHECK(bd.run.sweep == want, "[%s] f32 %lldx%lldx%lld (b %s half the L3), %d thread(s): sweep %d, expected %d", g_isa,
                 (long long)m, (long long)n, (long long)k, past ? "past" : "within", threads, bd.run.sweep, want);
+          CHECK(!walk || (bd.split == 2 && bd.run.stream && bd.ks_run.walk && bd.ks_run.chunk_k == 0),
+                "[%s] f32 %lldx%lldx%lld, 2 threads: split %d stream %d walk %d chunk %lld, expected the walked K split", g_isa,
+                (long long)m, (long long)n, (long long)k, bd.split, bd.run.stream, bd.ks_run.walk, (long long)bd.ks_run.chunk_k);
           if (want)
             CHECK(bd.run.BK == k && BN <= TL_MM_SWEEP_BN && BN % 32 == 0 && nb % threads == 0 && !bd.run.stream &&
                       bd.split == 0 && bd.in[bd.run.ib].stage == TL_STAGE_NEVER && bd.in[bd.run.ia].stage == TL_STAGE_NEVER,
@@ -785,12 +790,14 @@ static void test_sweep(void) {
     fprintf(stderr, "    sweep: an L3 of %lld MiB makes b too long for the references: skipped\n", (long long)(l3 >> 20));
     return;
   }
-  static const int64_t rs[][2] = {{3, 1100}, {9, 1100}, {16, 1009}, {27, 1100}};
+  /* (3 and 8 rows at the AVX-512 levels: the K split's walk; 8 rows with N off a panel) */
+  static const int64_t rs[][2] = {{3, 1100}, {9, 1100}, {16, 1009}, {27, 1100}, {8, 1000}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
     if (!g_top && i != 1) continue; /* AVX2: 9 rows */
     mm_case mc = plain(TL_F32, TL_F32, TL_F32, rs[i][0], rs[i][1], kp * 1100 / rs[i][1] + 1);
     if (i & 1) mc.bias = 1, mc.act = TL_ACT_GELU, mc.res = (int)(i == 1), mc.beta = i == 3 ? 0.5f : 0.0f;
-    check_case(&mc, 0, i & 1 ? "f32 swept b, epilogue" : "f32 swept b");
+    if (i == 4) mc.beta = 0.25f, mc.bias = 1;
+    check_case(&mc, 0, i & 1 || i == 4 ? "f32 swept b, epilogue" : "f32 swept b");
   }
   if (!g_top) return;
   /* a batch of 2 (each matrix of b past half the L3; the inner batch in the grid) */

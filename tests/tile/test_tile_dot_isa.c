@@ -354,10 +354,19 @@ static void test_random_cases(void) {
                         .bkind = B_ROW, .pad_a = m, .pad_b = 5 * (m & 1), .pad_c = 2};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
-        /* 3-31 rows against a row-major b block past 1 MiB: the sweeping walk (windows of 512
+        /* 3-31 rows against a row-major b block past 1 MiB: the sweeping walk (6 and 8 rows,
+         * without row gaps: the walk above; windows of 512
          * columns, 256 past 16 rows, the last one 76-77 wide: panels of 32 and 12-13 columns; k
          * not a multiple of the 8 / 12 / 16 rows per sweep; n 25000 with k 13: a sweep of 8 and
          * one of 5, neither prefetched; row gaps, both flags) */
+        /* 3-8 rows against such a block with contiguous rows (no row gap, as the K split hands
+         * them): the AVX-512 walk (8 rows of b a sweep over whole rows, k odd so that the last
+         * sweep is short, n a multiple of the 32-column panels) */
+        for (int64_t m = 3; m <= 7; m += 2) {
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = 1024 + 32 * m, .k = 300 + m, .accum = (int)(m == 5),
+                        .bkind = B_ROW, .pad_a = 1, .pad_c = 2};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
         static const int64_t msw[] = {3, 6, 8, 9, 13, 15, 16, 20, 31};
         for (size_t mi = 0; mi < sizeof msw / sizeof msw[0]; mi++) {
           const int64_t m = msw[mi];

@@ -432,6 +432,41 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
   }
 }
 
+/* The walk (3 to TL_A5_WALK_M rows of acc, a row-major b block from memory whose rows are
+ * contiguous, read in place: tl_matmul's K split hands each thread such a block of whole rows,
+ * matmul_split.c): TL_A5_WALK_K rows of b at a time over all its columns, accumulated in acc
+ * itself (the K split's partial rows are off the 4 KiB alias), a packed per sweep, the 32-column
+ * panels of each sweep prefetching their share of the next sweep's rows in order (tl_sweep_pf):
+ * memory sees one contiguous stream a sweep ahead, where the sweeping kernel above reads windows
+ * of 512 columns, 2 KiB of each row, and prefetches the next sweep's rows at the same columns. In
+ * the last sweep the thread's prefetch queue is pumped instead (the K split queues its next step's
+ * first rows there). Each acc(i, j) is still one sum in increasing k. Measured: docs/matmul.md
+ * "3-8 f32 rows: the walk". */
+#define TL_A5_WALK_M 8
+#define TL_A5_WALK_K 8
+static void tl_a5_walk(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, float *c,
+                       int64_t ldc, int accum, float *ap) {
+  for (int64_t k0 = 0, kc; k0 < kk; k0 += kc) {
+    kc = TL_MIN(TL_A5_WALK_K, kk - k0);
+    tl_a5_pack_a(ap, a, lda, m, k0, kc);
+    const int64_t pfrows = TL_MIN(TL_A5_WALK_K, kk - k0 - kc);
+    tl_sweep_pf pf = tl_sweep_pf_at(b + (k0 + kc) * n, pfrows, n * 4, n * 4);
+    const int64_t pending = pfrows ? 0 : tl_prefetch_pending(), pq = TL_CDIV(pending, TL_CDIV(n, TL_A5_NR));
+    const float *bk = b + k0 * n;
+    for (int64_t jj = 0, nr; jj < n; jj += nr) {
+      nr = TL_MIN(TL_A5_NR, n - jj);
+      tl_sweep_pf_issue(&pf, pfrows * nr * 4);
+      if (pq) tl_prefetch_pump(pq);
+      const int nv = nr > 16 ? 2 : 1;
+      const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
+      if (nr == TL_A5_NR)
+        tl_a5_block((int)m, nv, TL_A5_PACKED, kc, ap, 0, bk + jj, n, 16, c + jj, ldc, m0, m1, accum || k0 > 0, NULL);
+      else /* the N edge: masked loads of a's rows in place, which read nothing past b's last column */
+        tl_a5_block((int)m, nv, TL_A5_ROWS, kc, a + k0, lda, bk + jj, n, 16, c + jj, ldc, m0, m1, accum || k0 > 0, NULL);
+    }
+  }
+}
+
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (vnni 1 for f32 is the only sensible one, any is honoured). */
 static inline const float *tl_a5_b_at(const tl_ref *b, int tb, int64_t k, int64_t j) {
@@ -609,6 +644,11 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
     if (m <= 2 && n * kk * 4 > TL_A5_STREAM_BYTES) {
       if (m == 1) tl_a5_stream(1, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       else tl_a5_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      return 1;
+    }
+    /* 3-8 rows, a b block from memory with contiguous rows (the K split's): the walk */
+    if (m <= TL_A5_WALK_M && b->stride[0] == n && n * kk * 4 > TL_A5_STREAM_BYTES) {
+      tl_a5_walk(m, n, kk, pa, lda, pb, pc, ldc, accum, abuf);
       return 1;
     }
     /* 3-31 rows (below TL_A5_PACK_M), a b block from memory: the sweeping walk */
