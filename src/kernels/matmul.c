@@ -451,7 +451,8 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
              (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
                            : r->packed && (info.isa < TL_ISA_AMX || bd->K % tl_mm_vnni(da) == 0));
-  /* f32, 3-31 rows against a row-major b from memory (past half the L3) read in place: N
+  /* f32, 3-31 rows against a row-major b from memory (past half the L3) read in place (3-8 rows
+   * at the AVX-512 levels on 2+ threads: the K split's walk instead, stream above): N
    * blocks of at most TL_MM_SWEEP_BN columns over the whole of K (tl_mm_config), which the
    * AVX-512 dot walks in sweeps of 8-16 rows of b (tl_a5_sweep, whose comment has the
    * measurements; 17-31 rows too, `TILEC_ISA=avx2` 17x4096x4096 3.12 -> 3.03 ms, 24 rows 4.42 ->
