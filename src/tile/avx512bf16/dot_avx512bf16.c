@@ -523,6 +523,20 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
 /* How a panel's accumulators start: zero, from acc in column order, from acc in pair order. */
 enum { TL_BF_W_ZERO, TL_BF_W_COLS, TL_BF_W_PAIRS };
 
+/* Rows [0, mr) of the accumulators (lo / hi order) += the pair of b rows r0, r1 (32 columns) times
+ * a's pairs w[0..mr). */
+static inline __attribute__((always_inline)) void tl_bf_walk_pair(int mr, __m512 *lo, __m512 *hi, __m512i r0, __m512i r1,
+                                                                  const uint32_t *w) {
+  const __m512i bl = _mm512_unpacklo_epi16(r0, r1), bh = _mm512_unpackhi_epi16(r0, r1);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+    const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w[i]);
+    lo[i] = _mm512_dpbf16_ps(lo[i], av, (__m512bh)bl);
+    hi[i] = _mm512_dpbf16_ps(hi[i], av, (__m512bh)bh);
+  }
+}
+
 /* c[0..mr) x [0..32) (+)= a @ b over kc rows of b (ldb apart), a packed as pairs (word (p, i)
  * at ap[p * m + i], a zero high half past kc), columns masked by mk (full: all 32, which then keep
  * the pair order unless out_cols). mr is a compile-time constant (tl_bf_walk). */
@@ -544,28 +558,10 @@ static inline __attribute__((always_inline)) void tl_bf_walk_kern(int mr, int64_
   for (; k + 1 < kc; k += 2) {
     const __m512i r0 = full ? _mm512_loadu_si512(b + k * ldb) : _mm512_maskz_loadu_epi16(mk, b + k * ldb);
     const __m512i r1 = full ? _mm512_loadu_si512(b + (k + 1) * ldb) : _mm512_maskz_loadu_epi16(mk, b + (k + 1) * ldb);
-    const __m512i bl = _mm512_unpacklo_epi16(r0, r1), bh = _mm512_unpackhi_epi16(r0, r1);
-    const uint32_t *w = ap + (k >> 1) * m;
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-      if (i >= mr) break;
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w[i]);
-      lo[i] = _mm512_dpbf16_ps(lo[i], av, (__m512bh)bl);
-      hi[i] = _mm512_dpbf16_ps(hi[i], av, (__m512bh)bh);
-    }
+    tl_bf_walk_pair(mr, lo, hi, r0, r1, ap + (k >> 1) * m);
   }
-  if (k < kc) { /* the last k of an odd count: b's next row zero (a's second half is) */
-    const __m512i r0 = _mm512_maskz_loadu_epi16(mk, b + k * ldb), z = _mm512_setzero_si512();
-    const __m512i bl = _mm512_unpacklo_epi16(r0, z), bh = _mm512_unpackhi_epi16(r0, z);
-    const uint32_t *w = ap + (k >> 1) * m;
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-      if (i >= mr) break;
-      const __m512bh av = (__m512bh)_mm512_set1_epi32((int)w[i]);
-      lo[i] = _mm512_dpbf16_ps(lo[i], av, (__m512bh)bl);
-      hi[i] = _mm512_dpbf16_ps(hi[i], av, (__m512bh)bh);
-    }
-  }
+  if (k < kc) /* the last k of an odd count: b's next row zero (a's second half is) */
+    tl_bf_walk_pair(mr, lo, hi, _mm512_maskz_loadu_epi16(mk, b + k * ldb), _mm512_setzero_si512(), ap + (k >> 1) * m);
 #pragma GCC unroll 8
   for (int i = 0; i < 8; i++) {
     if (i >= mr) break;
