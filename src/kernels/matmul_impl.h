@@ -137,7 +137,8 @@ typedef struct tl_mm_build {
   int64_t outer_stride[4][TL_MM_MAX_OUTER];  /* bytes, for a, b, c, residual */
   int64_t batch, M, N, K;                    /* batch: product of c's batch dims */
   /* K split between split (> 1; 0: none) parallel steps, for 1-2 rows of a streaming a
-   * row-major b whose rows are contiguous (and 3-16 rows of bf16 / int8, tl_mm_rows_split), where
+   * row-major b whose rows are contiguous (and 3-16 rows of bf16 / int8, 3-8 of f32:
+   * tl_mm_rows_split), where
    * the N split would leave each thread part of every row (docs/matmul.md): kernel ks (grid (s,
    * q), step (s, q) the K block S q + s, product into row s of a partial [S, M, N] tensor,
    * ks_tout, whose data tl_matmul provides),
@@ -201,15 +202,17 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
 /* 1 when M rows of a (3..TL_MM_CHUNK_M) against b take the K split at info's ISA level: a with
  * unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread and at least 2
- * N blocks, a row-major kernel for a's dtype at the level, the M x N accumulator rows in half the
- * VMEM budget; and for 8-bit integers a chunk (tl_mm_chunk_k). bf16 needs no chunk: the
- * AVX512-BF16 dot walks the step's K block in place. matmul.c streams b (tl_mm_run.stream) for
- * such M only when this is 1, so that tl_mm_split_decide then splits. */
+ * N blocks, a row-major kernel for a's dtype at the level (f32: AVX-512, up to TL_MM_WALK_M
+ * rows), the M x N accumulator rows in half the VMEM budget; and for int8, and bf16 past
+ * TL_MM_WALK_M rows, a chunk (tl_mm_chunk_k). bf16 and f32 up to TL_MM_WALK_M rows need no chunk:
+ * the dot walks the step's K block in place. matmul.c streams b (tl_mm_run.stream) for such M
+ * only when this is 1, so that tl_mm_split_decide then splits. */
 int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
 /* The chunk (rows of b per copy, tl_mm_run.chunk_k; its slice of columns in *nc,
- * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of 8-bit a (3..TL_MM_CHUNK_M)
- * against b at info's ISA level, or 0 (*nc untouched) when it does not take that path (bf16
- * never: tl_mm_rows_split): tl_mm_rows_split's checks and the chunk in half the VMEM budget. */
+ * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of a (3..TL_MM_CHUNK_M: int8, or
+ * bf16 past TL_MM_WALK_M rows) against b at info's ISA level, or 0 (*nc untouched) when it does
+ * not take that path (f32 and bf16 up to TL_MM_WALK_M rows never: they are walked,
+ * tl_mm_rows_split): tl_mm_rows_split's checks and the chunk in half the VMEM budget. */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
                       int64_t *nc);
 /* The row stride (elements) of the K split's partial products [S, M, N] (matmul_split.c). */

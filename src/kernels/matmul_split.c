@@ -1,5 +1,5 @@
 /* matmul_split.c — the K split of tl_matmul (tl_mm_build.split, docs/matmul.md "K split"): for
- * 1-2 rows of a streaming a b whose rows are contiguous (3-16 of bf16 / int8 where
+ * 1-2 rows of a streaming a b whose rows are contiguous (3-16 of bf16 / int8 and 3-8 of f32 where
  * tl_mm_rows_split says so), the threads split K instead of N. The rule
  * (tl_mm_split_shape, tl_mm_rows_split, tl_mm_split_decide), the first kernel's build (ks: each
  * step's product into its own part of a [S, M, N] buffer, rows tl_mm_part_ld apart), and the
@@ -90,11 +90,12 @@ int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_te
  * each slice's accumulators over as many k as the chunk has, and the chunk, the next one being
  * prefetched beside it (matmul_body.c) and the slice's accumulator rows stay in the caches. The
  * dot that reads such a copy well: int8 on AVX512-VNNI (tl_q_rm; at the amx level up to 15
- * rows, which the AMX dot leaves to it). bf16 took these chunks too until 2026-11-28; it walks
- * its K block in place since (tl_mm_rows_split). f32 on AVX-512 measured no
- * faster so (16x4096x4096 2.5-2.6 ms either way; 32-row chunks copied into 16-column tiles for
- * the one-pass tile kernel: 3.9-4.1), and keeps the N split, with its own walk over b in place
- * (tl_mm_run.sweep, matmul.c). */
+ * rows, which the AMX dot leaves to it), and bf16 past TL_MM_WALK_M rows; up to those rows bf16
+ * took these chunks too until 2026-11-28 and walks its K block in place since
+ * (tl_mm_rows_split). f32 on AVX-512 measured no faster in chunks (16x4096x4096 2.5-2.6 ms either
+ * way; 32-row chunks copied into 16-column tiles for the one-pass tile kernel: 3.9-4.1): 3-8
+ * rows walk their K blocks in place since 2026-11-28, 9-31 keep the N split with its own walk over
+ * b in place (tl_mm_run.sweep, matmul.c). */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
                       int64_t *nc) {
   const int64_t N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);
@@ -111,9 +112,10 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
 }
 
 /* Sets up the K split when it applies (else leaves split 0): b streamed (1-2 rows of a, no
- * batch; row-major; 3-16 rows where tl_mm_chunk_k says so) with contiguous rows, so that each
- * thread reads one run of whole rows per K block rather than its share of every row (3-16 rows:
- * runs of a slice of its own rows, a chunk at a time, tl_mm_chunks). Measured
+ * batch; row-major; 3-16 rows where tl_mm_rows_split says so) with contiguous rows, so that each
+ * thread reads one run of whole rows per K block rather than its share of every row (3-16 rows
+ * in chunks: runs of a slice of its own rows, a chunk at a time, tl_mm_chunks; walked: whole
+ * rows, as for 1-2). Measured
  * on 2 threads only: on a Zen 4 VM, for b
  * rows of 4 KiB of which each thread read 2 KiB, 10-27% faster (int8 1x4096x4096, 1x4096x11008,
  * 2x4096x8192; bf16 1x2048x4096, 2x2048x8192; f32 1x1024x8192, 2x1024x16384), for longer rows
@@ -157,8 +159,8 @@ void tl_mm_split_decide(const tl_ctx_info *info, tl_mm_build *bd, const tl_tenso
                        .sem = {TL_PARALLEL, TL_ARBITRARY}, .n_in = 2, .n_out = 1, .flops = bd->k.flops};
   if (rows) {
     /* 3-16 rows: a (unit column stride, tl_mm_rows_split) and the partial rows are read and
-     * accumulated in place, so the chunk (int8) is the kernel's only VMEM and the bf16 walk
-     * has none */
+     * accumulated in place, so the chunk (int8, bf16 past TL_MM_WALK_M rows) is the kernel's
+     * only VMEM and the walks (bf16, f32) have none */
     bd->ks_in[0].stage = TL_STAGE_NEVER;
     bd->ks_out[0].stage = TL_STAGE_NEVER;
     /* the body owns the thread's prefetch queue (tl_mm_chunks queues each next chunk and drops

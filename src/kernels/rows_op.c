@@ -369,7 +369,7 @@ static tl_ro_cache *tl_ro_cache_get(tl_ctx *ctx) {
   if (c) return c;
   c = tl_calloc(1, sizeof *c);
   if (!c) return NULL;
-  c->nt_mode = -1;
+  c->nt_mode = -1, c->last_nt = -1;
   if (tl_ctx_slot_set(ctx, &tl_ro_slot, c) != TL_OK) {
     tl_free_mem(c);
     return NULL;

@@ -790,7 +790,12 @@ static void test_sweep(void) {
     fprintf(stderr, "    sweep: an L3 of %lld MiB makes b too long for the references: skipped\n", (long long)(l3 >> 20));
     return;
   }
-  /* (3 and 8 rows at the AVX-512 levels: the K split's walk; 8 rows with N off a panel) */
+  /* (on 2 threads: 3 and 8 rows at the AVX-512 levels take the K split's walk; 8 rows with N
+   * off a panel) */
+  tl_ctx *outer = g_ctx, *two;
+  tl_ctx_opts o2 = {.isa = g_isa, .threads = 2, .tune = -1};
+  REQUIRE(tl_ctx_new(&o2, &two) == TL_OK, "%s", tl_last_error());
+  g_ctx = two;
   static const int64_t rs[][2] = {{3, 1100}, {9, 1100}, {16, 1009}, {27, 1100}, {8, 1000}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(rs); i++) {
     if (!g_top && i != 1) continue; /* AVX2: 9 rows */
@@ -799,6 +804,8 @@ static void test_sweep(void) {
     if (i == 4) mc.beta = 0.25f, mc.bias = 1;
     check_case(&mc, 0, i & 1 || i == 4 ? "f32 swept b, epilogue" : "f32 swept b");
   }
+  g_ctx = outer;
+  tl_ctx_free(two);
   if (!g_top) return;
   /* a batch of 2 (each matrix of b past half the L3; the inner batch in the grid) */
   mm_case mb = {.da = TL_F32, .db = TL_F32, .dc = TL_F32, .nda = 3, .ndb = 3, .ndc = 3, .sa = {2, 5, kp}, .sb = {2, kp, 1100},
@@ -1005,7 +1012,10 @@ static void test_ksplit_rows(void) {
   for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
     if (!g_top && i % 3 && cs[i].m != 16) continue; /* below the top level a third, and 16 rows (the amx rule) */
     const int i8 = cs[i].da != TL_BF16;
-    const int64_t N = cs[i].n, K = l3 / 16 / (N * (i8 ? 1 : 2)) + 77;
+    /* (walked bf16 rows: K of at least 4096, so that each thread's K blocks pass the dot's 1 MiB
+     * and it has more than one of them, whatever the L3) */
+    const int64_t K = TL_MAX(l3 / 16 / (cs[i].n * (i8 ? 1 : 2)) + 77, !i8 && cs[i].m <= TL_MM_WALK_M ? 4096 + 77 : 0);
+    const int64_t N = cs[i].n;
     mm_case mc = plain(cs[i].da, cs[i].db, cs[i].dc, cs[i].m, N, K);
     mc.scales = cs[i].scales, mc.trans_a = cs[i].trans_a;
     if (cs[i].epi && g_top) mc.alpha = 0.5f, mc.beta = 0.25f, mc.bias = 1, mc.res = 1, mc.act = i8 ? TL_ACT_RELU : TL_ACT_GELU;

@@ -254,11 +254,11 @@ static void test_nt_auto(void) {
   CHECK(tl_ro_nt_auto(&info, small, 1, 0, 8192) == 0, "[%s] bf16 at the threshold does not stream", g_isa);
 }
 
-/* The choice reaches the plans: what tl_ro_call decided for public calls (tl_ro_last_nt), beyond
- * the threshold — bf16 softmax rows of 1024 (below TL_RO_NT_BF16_ROW) without streaming stores,
- * of 2048 with them, bf16 softmax over columns (axis 0, 1024 of them) and f32 layernorm rows of
- * 512 with them;
- * a bf16 row of 1024 within the threshold without; and tl_ro_set_nt's forcing over the rule. */
+/* The choice for public calls: what tl_ro_call decided and handed to its plans (tl_ro_last_nt;
+ * the results with streaming stores are test_streaming's), beyond the threshold — bf16 softmax rows of
+ * 1024 (below TL_RO_NT_BF16_ROW) without streaming stores, of 2048 with them, bf16 softmax over
+ * columns (axis 0, 1024 of them) and f32 layernorm rows of 512 with them; a bf16 row of 1024
+ * within the threshold without; and tl_ro_set_nt's forcing over the rule. */
 static void test_nt_wiring(void) {
   tl_ctx_info info;
   tl_ctx_info_get(g_ctx, &info);

@@ -419,6 +419,10 @@ static void test_random_cases(void) {
                           .pad_a = (int)mi, .pad_b = mi & 2 ? 9 : 0, .pad_c = 2};
             run_case(ctx, (tl_isa)isa, &c, &rng);
           }
+          /* 8 rows past one packed piece, accumulating (pair order kept over many sweeps) */
+          dot_case c8 = {.ta = TL_BF16, .tb = TL_BF16, .m = 8, .n = 520, .k = 1201, .accum = 1, .bkind = B_ROW,
+                         .pad_a = 3, .pad_c = 1};
+          run_case(ctx, (tl_isa)isa, &c8, &rng);
         }
         /* every row count up to 16 against a row-major b in place: each row block's panel width
          * (128 / 64 / 32 columns) and its last panel cut short (n 70, 135), k odd and even */

@@ -7,7 +7,8 @@
  * f32 (and bf16 x bf16 -> f32 through tl_a5_dot_bf16, any accepted b; 8-bit integers through
  * dot_avx512_i8.c); a and acc row-major with unit column stride (any row stride). b: row-major with unit
  * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
- * TL_A5_STREAM_BYTES: the streaming kernel; 3-31 rows with such a block: the sweeping one; 1-4
+ * TL_A5_STREAM_BYTES: the streaming kernel; 3-8 rows with such a block whose rows are contiguous:
+ * the walk; other 3-31 rows with such a block: the sweeping one; 1-4
  * rows with at most 128 / 64 columns: the skinny one; else 32-column panels), and from any row count when the block
  * is at most TL_TILE_SMALL_B bytes and its panels stay in L1 (tl_tile_b_fits_l1); tiled in
  * 16-column tiles without interleave read in place (5-16 rows: one tile at a time in one pass,
@@ -52,8 +53,8 @@ typedef struct tl_a5_pf {
 /* Rows of a packed at a time (a multiple of TL_A5_MR): 64 KiB of stack with TL_A5_KC. */
 #define TL_A5_MC 128
 /* A b block (in place, 1-31 rows of acc) beyond this many bytes comes from memory: it is walked
- * in row order (1-2 rows: tl_a5_stream; 3-31: tl_a5_sweep); a smaller one, in the caches, in
- * panels. */
+ * in row order (1-2 rows: tl_a5_stream; 3-8 with contiguous rows: tl_a5_walk; other 3-31:
+ * tl_a5_sweep); a smaller one, in the caches, in panels. */
 #define TL_A5_STREAM_BYTES ((int64_t)1 << 20)
 
 /* How the microkernel reads a and b (a compile-time constant in every copy of it). */
@@ -375,7 +376,8 @@ static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n
   }
 }
 
-/* The sweeping kernel (3-31 rows of acc, a row-major b block from memory read in place): the
+/* The sweeping kernel (3-31 rows of acc, a row-major b block from memory read in place; 3-8 rows
+ * of a block whose rows are contiguous take the walk below instead): the
  * block's columns in windows of TL_A5_SWEEP_N (half that past 16 rows), each accumulated in buf
  * (rows 16 floats more apart, off the 4 KiB alias that c's rows may share) over sweeps of
  * tl_a5_sweep_rows(m) rows of b: a packed for the sweep, then the 32-column panels of the window,
@@ -450,7 +452,7 @@ static void tl_a5_walk(int64_t m, int64_t n, int64_t kk, const float *a, int64_t
     kc = TL_MIN(TL_A5_WALK_K, kk - k0);
     tl_a5_pack_a(ap, a, lda, m, k0, kc);
     const int64_t pfrows = TL_MIN(TL_A5_WALK_K, kk - k0 - kc);
-    tl_sweep_pf pf = tl_sweep_pf_at(b + (k0 + kc) * n, pfrows, n * 4, n * 4);
+    tl_sweep_pf pf = tl_sweep_pf_at(pfrows ? b + (k0 + kc) * n : b, pfrows, n * 4, n * 4);
     const int64_t pending = pfrows ? 0 : tl_prefetch_pending(), pq = TL_CDIV(pending, TL_CDIV(n, TL_A5_NR));
     const float *bk = b + k0 * n;
     for (int64_t jj = 0, nr; jj < n; jj += nr) {
@@ -651,7 +653,7 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
       tl_a5_walk(m, n, kk, pa, lda, pb, pc, ldc, accum, abuf);
       return 1;
     }
-    /* 3-31 rows (below TL_A5_PACK_M), a b block from memory: the sweeping walk */
+    /* other 3-31 rows (below TL_A5_PACK_M), a b block from memory: the sweeping walk */
     if (n * kk * 4 > TL_A5_STREAM_BYTES) {
       /* the queued prefetches spread over its panel calls (a row block each) */
       const int64_t sq = TL_CDIV(n, TL_A5_NR) * TL_CDIV(m, TL_A5_MR) * TL_CDIV(kk, tl_a5_sweep_rows(m));

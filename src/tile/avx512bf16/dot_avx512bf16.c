@@ -578,15 +578,14 @@ static inline __attribute__((always_inline)) void tl_bf_walk_kern(int mr, int64_
 }
 
 /* acc (+)= a @ b for 3 to TL_BF_WALK_M rows of bf16 a and a row-major b (unit column stride, read
- * in place) from memory: the walk above. */
+ * in place) from memory, kk > 0: the walk above. The dot takes it for any such block past
+ * TL_BF_STREAM_BYTES; tl_matmul gives it the K split's (rows contiguous) and, rarely, an N
+ * block of an unsplit plan (rows a row stride apart, unmeasured walked). */
 static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                        float *c, int64_t ldc, int accum) {
   _Alignas(64) uint32_t ap[TL_BF_WALK_M * TL_BF_WALK_KA / 2];
-  if (kk == 0) {
-    if (!accum)
-      for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, (size_t)n * sizeof(float));
-    return;
-  }
+  /* (kk > 0: the caller's block is past TL_BF_STREAM_BYTES, so the first sweep writes every
+   * element of acc) */
   for (int64_t p0 = 0; p0 < kk; p0 += TL_BF_WALK_KA) {
     const int64_t pk = TL_MIN(TL_BF_WALK_KA, kk - p0);
     for (int64_t q = 0; q < TL_CDIV(pk, 2); q++)
@@ -599,7 +598,7 @@ static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int6
       const int in = k0 > 0 ? TL_BF_W_PAIRS : p0 > 0 || accum ? TL_BF_W_COLS : TL_BF_W_ZERO;
       const int out_cols = k0 + kc >= pk;
       const int64_t pfrows = TL_MIN(TL_BF_WALK_K, kk - kn);
-      tl_sweep_pf pf = tl_sweep_pf_at(b + kn * ldb, pfrows, n * 2, ldb * 2);
+      tl_sweep_pf pf = tl_sweep_pf_at(pfrows ? b + kn * ldb : b, pfrows, n * 2, ldb * 2);
       /* the last sweep: what the thread's queue holds (the K split's next step's first rows,
        * matmul_body.c), spread over the panels */
       const int64_t pending = pfrows ? 0 : tl_prefetch_pending(), pq = TL_CDIV(pending, TL_CDIV(n, 32));
