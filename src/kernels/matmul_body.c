@@ -131,6 +131,17 @@ static void tl_mm_sum_parts(const tl_mm_run *r, const tl_ref *P, tl_ref *acc, co
 }
 #undef TL_MM_SUM_ROW
 
+/* In the K split's first kernel: queues up to `rows` rows of `len` bytes of b at the start of
+ * this thread's next step, when it has one (step (s, q + 1): K block S (q + 1) + s, S blocks
+ * on from this step's b), on the thread's prefetch queue (the body's own: the split's specs
+ * queue nothing, tl_mm_split_decide). */
+static void tl_mm_queue_next_step(const tl_prog *p, const tl_mm_run *r, const tl_ref *b, int64_t rows, int64_t len) {
+  if (tl_program_id(p, 1) + 1 >= tl_num_programs(p, 1)) return;
+  const int64_t S = tl_num_programs(p, 0), next = S * (tl_program_id(p, 1) + 1) + tl_program_id(p, 0);
+  const int64_t rs = b->stride[0] * (int64_t)tl_dtype_size(b->dtype);
+  tl_prefetch_queue_rows((const char *)b->data + S * r->BK * rs, TL_MIN(rows, r->chunk_kall - next * r->BK), len, rs);
+}
+
 /* The K split's first kernel for 3-16 rows (tl_mm_run.chunk_k): acc (+)= a @ b over the step's
  * K block, slice by slice of r->chunk_n columns, each slice's rows of b copied r->chunk_k at a
  * time into the scratch chunk (rows r->chunk_ld bytes apart, off the 4 KiB alias that b's may be
@@ -161,11 +172,8 @@ static void tl_mm_chunks(const tl_prog *p, const tl_mm_run *r, const tl_ref *chu
         tl_prefetch_queue_rows(bj + (k0 + kc) * rs, TL_MIN(r->chunk_k, kv - k0 - kc), row, rs);
       } else if (j0 + nc < nv) {
         tl_prefetch_queue_rows(bj + row, TL_MIN(r->chunk_k, kv), TL_MIN(ns, nv - j0 - nc) * es, rs);
-      } else if (tl_program_id(p, 1) + 1 < tl_num_programs(p, 1)) {
-        /* the next step (s, q + 1) is this thread's: K block S (q + 1) + s, S blocks on */
-        const int64_t S = tl_num_programs(p, 0), next = S * (tl_program_id(p, 1) + 1) + tl_program_id(p, 0);
-        const int64_t rows = TL_MIN(r->chunk_k, r->chunk_kall - next * r->BK);
-        tl_prefetch_queue_rows((const char *)b->data + S * r->BK * rs, rows, TL_MIN(ns, nv) * es, rs);
+      } else {
+        tl_mm_queue_next_step(p, r, b, r->chunk_k, TL_MIN(ns, nv) * es);
       }
       tl_ref bc = *b, ac = *a, cc = *acc;
       bc.data = chunk->data;
@@ -225,15 +233,9 @@ void tl_mm_body(const tl_prog *p, tl_ref *refs, void *user) {
       tl_mm_chunks(p, r, &refs[r->ichunk], &accv, &a, &b, first);
       return; /* (the split's first kernel: no epilogue) */
     }
-    if (r->walk && tl_program_id(p, 1) + 1 < tl_num_programs(p, 1)) {
-      /* the next step (s, q + 1) is this thread's: K block S (q + 1) + s, S blocks on; its
-       * first rows for the walk's last sweep (the queue is the body's own: the split's specs
-       * queue nothing, tl_mm_split_decide) */
-      const int64_t S = tl_num_programs(p, 0), next = S * (tl_program_id(p, 1) + 1) + tl_program_id(p, 0);
-      const int64_t es = (int64_t)tl_dtype_size(b.dtype), rs = b.stride[0] * es;
-      tl_prefetch_queue_rows((const char *)b.data + S * r->BK * rs,
-                             TL_MIN(TL_MM_WALK_PF / es, r->chunk_kall - next * r->BK), b.valid[1] * es, rs);
-    }
+    if (r->walk) /* the next step's first rows for the walk's last sweep */
+      tl_mm_queue_next_step(p, r, &b, TL_MM_WALK_PF / (int64_t)tl_dtype_size(b.dtype),
+                            b.valid[1] * (int64_t)tl_dtype_size(b.dtype));
     tl_tile_dot(p, &accv, &a, &b, first ? 0u : (unsigned)TL_DOT_ACCUMULATE);
   }
   if (r->partial || tl_last_visit(p, 0) != 1) return;
