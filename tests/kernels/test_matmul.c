@@ -1012,16 +1012,17 @@ static void test_ksplit_rows(void) {
   for (size_t i = 0; i < TL_ARRAY_LEN_T(cs); i++) {
     if (!g_top && i % 3 && cs[i].m != 16) continue; /* below the top level a third, and 16 rows (the amx rule) */
     const int i8 = cs[i].da != TL_BF16;
+    const int unit = (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
+                     (info.isa < TL_ISA_AMX || cs[i].m < 16);
+    const int want = unit && !cs[i].trans_a, chunks = want && (i8 || cs[i].m > 8);
     /* (walked bf16 rows: K of at least 4096, so that each thread's K blocks pass the dot's 1 MiB
-     * and it has more than one of them, whatever the L3) */
-    const int64_t K = TL_MAX(l3 / 16 / (cs[i].n * (i8 ? 1 : 2)) + 77, !i8 && cs[i].m <= TL_MM_WALK_M ? 4096 + 77 : 0);
+     * and it has more than one of them, whatever the L3; only where the walk runs, the references
+     * being slow under the sanitizers) */
+    const int64_t K = TL_MAX(l3 / 16 / (cs[i].n * (i8 ? 1 : 2)) + 77, want && !chunks ? 4096 + 77 : 0);
     const int64_t N = cs[i].n;
     mm_case mc = plain(cs[i].da, cs[i].db, cs[i].dc, cs[i].m, N, K);
     mc.scales = cs[i].scales, mc.trans_a = cs[i].trans_a;
     if (cs[i].epi && g_top) mc.alpha = 0.5f, mc.beta = 0.25f, mc.bias = 1, mc.res = 1, mc.act = i8 ? TL_ACT_RELU : TL_ACT_GELU;
-    const int unit = (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
-                     (info.isa < TL_ISA_AMX || cs[i].m < 16);
-    const int want = unit && !cs[i].trans_a, chunks = want && (i8 || cs[i].m > 8);
     int split, stream;
     int64_t chunk, slice;
     /* the chunks: up to 256 bytes of each column (bf16 128 rows, int8 256; K here depends on the
