@@ -10,6 +10,7 @@
 #ifndef TL_MATMUL_IMPL_H
 #define TL_MATMUL_IMPL_H
 
+#include "../tile/tile_impl.h" /* TL_TILE_WALK_M */
 #include "kernels_impl.h"
 
 /* Operand order of the kernel's inputs (absent ones are skipped; the run struct holds the ref
@@ -53,7 +54,7 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
  * TL_MM_WALK_PF bytes of each column of the thread's next step (bf16 32 rows, f32 16) for the
  * walk's last sweep to prefetch. 9-16 bf16 rows measured slower walked (bf16 16x4096x4096 2.04
  * -> 2.36 ms, 3 rounds; 12 rows even in a throwaway harness), so they keep the chunks. */
-#define TL_MM_WALK_M 8
+#define TL_MM_WALK_M TL_TILE_WALK_M
 #define TL_MM_WALK_PF 64
 #define TL_MM_CHUNK_KB 256
 #define TL_MM_CHUNK_DIV 12

@@ -67,12 +67,18 @@ static int tl_mm_rows_ok(const tl_ctx_info *info, const tl_mm_build *bd, const t
   return unit && M * N * 4 <= (int64_t)info->vmem_bytes / 2;
 }
 
-/* See matmul_impl.h. bf16 and f32 up to TL_MM_WALK_M rows: the walk of the AVX512-BF16 /
- * AVX-512 dot (tl_bf_walk, tl_a5_walk) over the step's K block in place; 8-bit integers and 9-16
- * bf16 rows: tl_mm_chunk_k's chunks. */
+/* 1 when the K split's first kernel leaves M rows of a to the dot's walk (no chunks): bf16 and
+ * f32 up to TL_MM_WALK_M rows (f32 has no chunks at all: tl_mm_rows_ok takes no more rows). */
+static int tl_mm_walked(const tl_tensor *a, int64_t M) {
+  return (a->dtype == TL_BF16 || a->dtype == TL_F32) && M <= TL_MM_WALK_M;
+}
+
+/* See matmul_impl.h. Walked (tl_mm_walked): the AVX512-BF16 / AVX-512 dot (tl_bf_walk,
+ * tl_a5_walk) over the step's K block in place; 8-bit integers and 9-16 bf16 rows:
+ * tl_mm_chunk_k's chunks. */
 int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   int64_t bk, nc;
-  if ((a->dtype == TL_BF16 || a->dtype == TL_F32) && bd->M <= TL_MM_WALK_M) return tl_mm_rows_ok(info, bd, a, b, &bk);
+  if (tl_mm_walked(a, bd->M)) return tl_mm_rows_ok(info, bd, a, b, &bk);
   return tl_mm_chunk_k(info, bd, a, b, &nc) > 0;
 }
 
@@ -100,8 +106,7 @@ int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_t
                       int64_t *nc) {
   const int64_t N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);
   int64_t bk;
-  if (a->dtype == TL_F32 || (a->dtype == TL_BF16 && bd->M <= TL_MM_WALK_M) || !tl_mm_rows_ok(info, bd, a, b, &bk))
-    return 0;
+  if (tl_mm_walked(a, bd->M) || !tl_mm_rows_ok(info, bd, a, b, &bk)) return 0;
   const int64_t kc = TL_MIN(bk, TL_MM_CHUNK_KB / es); /* (bk: a multiple of 64, whole pairs / quads) */
   const int64_t widest = TL_MAX(64, (int64_t)info->vmem_bytes / TL_MM_CHUNK_DIV / (kc * es) / 64 * 64);
   const int64_t ns = TL_MIN(N, tl_mm_balanced(N, widest, 64));

@@ -434,7 +434,7 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
   }
 }
 
-/* The walk (3 to TL_A5_WALK_M rows of acc, a row-major b block from memory whose rows are
+/* The walk (3 to TL_TILE_WALK_M rows of acc, a row-major b block from memory whose rows are
  * contiguous, read in place: tl_matmul's K split hands each thread such a block of whole rows,
  * matmul_split.c): TL_A5_WALK_K rows of b at a time over all its columns, accumulated in acc
  * itself (the K split's partial rows are off the 4 KiB alias), a packed per sweep, the 32-column
@@ -444,7 +444,6 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
  * the last sweep the thread's prefetch queue is pumped instead (the K split queues its next step's
  * first rows there). Each acc(i, j) is still one sum in increasing k. Measured: docs/matmul.md
  * "3-8 f32 rows: the walk". */
-#define TL_A5_WALK_M 8
 #define TL_A5_WALK_K 8
 static void tl_a5_walk(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, float *c,
                        int64_t ldc, int accum, float *ap) {
@@ -649,7 +648,7 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
       return 1;
     }
     /* 3-8 rows, a b block from memory with contiguous rows (the K split's): the walk */
-    if (m <= TL_A5_WALK_M && b->stride[0] == n && n * kk * 4 > TL_A5_STREAM_BYTES) {
+    if (m <= TL_TILE_WALK_M && b->stride[0] == n && n * kk * 4 > TL_A5_STREAM_BYTES) {
       tl_a5_walk(m, n, kk, pa, lda, pb, pc, ldc, accum, abuf);
       return 1;
     }

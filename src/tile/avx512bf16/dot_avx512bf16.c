@@ -500,7 +500,7 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
 #if !TL_BF_VNNI_ONLY
 /* ---- bf16, 3-8 rows, b row-major from memory: the walk ----
  *
- * A row-major b block past TL_BF_STREAM_BYTES against 3 to TL_BF_WALK_M rows of a (tl_matmul's
+ * A row-major b block past TL_BF_STREAM_BYTES against 3 to TL_TILE_WALK_M rows of a (tl_matmul's
  * K split gives each thread such a block of whole rows: matmul_split.c) is walked TL_BF_WALK_K
  * rows at a time over all its columns, in panels of 32 columns, as the 1-2-row walk does
  * (tl_bf_sweep), and before each panel the matching share of the next sweep's rows is prefetched
@@ -516,7 +516,6 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
  * time into VMEM for tl_bf_rm): docs/matmul.md "3-8 bf16 rows: the walk". With 9-16 rows (two
  * row blocks, each reading the panel's lines again from L2) it measured slower than those chunks,
  * which tl_matmul keeps for them. */
-#define TL_BF_WALK_M 8
 #define TL_BF_WALK_K 32
 #define TL_BF_WALK_KA 1024
 
@@ -538,12 +537,12 @@ static inline __attribute__((always_inline)) void tl_bf_walk_pair(int mr, __m512
 }
 
 /* c[0..mr) x [0..32) (+)= a @ b over kc rows of b (ldb apart), a packed as pairs (word (p, i)
- * at ap[p * m + i], a zero high half past kc), columns masked by mk (full: all 32, which then keep
- * the pair order unless out_cols). mr is a compile-time constant (tl_bf_walk). */
+ * at ap[p * m + i], a zero high half past kc), columns masked by mk (all 32: a whole panel, which
+ * keeps the pair order unless out_cols). mr is a compile-time constant (tl_bf_walk). */
 static inline __attribute__((always_inline)) void tl_bf_walk_kern(int mr, int64_t kc, const uint32_t *ap, int64_t m,
                                                                   const uint16_t *b, int64_t ldb, float *c,
-                                                                  int64_t ldc, __mmask32 mk, int full, int in,
-                                                                  int out_cols) {
+                                                                  int64_t ldc, __mmask32 mk, int in, int out_cols) {
+  const int full = mk == ~(__mmask32)0;
   __m512 lo[8], hi[8];
   const __mmask16 m0 = (__mmask16)mk, m1 = (__mmask16)(mk >> 16);
 #pragma GCC unroll 8
@@ -577,13 +576,13 @@ static inline __attribute__((always_inline)) void tl_bf_walk_kern(int mr, int64_
   }
 }
 
-/* acc (+)= a @ b for 3 to TL_BF_WALK_M rows of bf16 a and a row-major b (unit column stride, read
+/* acc (+)= a @ b for 3 to TL_TILE_WALK_M rows of bf16 a and a row-major b (unit column stride, read
  * in place) from memory, kk > 0: the walk above. The dot takes it for any such block past
  * TL_BF_STREAM_BYTES; tl_matmul gives it the K split's (rows contiguous) and, rarely, an N
  * block of an unsplit plan (rows a row stride apart, unmeasured walked). */
 static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
                        float *c, int64_t ldc, int accum) {
-  _Alignas(64) uint32_t ap[TL_BF_WALK_M * TL_BF_WALK_KA / 2];
+  _Alignas(64) uint32_t ap[TL_TILE_WALK_M * TL_BF_WALK_KA / 2];
   /* (kk > 0: the caller's block is past TL_BF_STREAM_BYTES, so the first sweep writes every
    * element of acc) */
   for (int64_t p0 = 0; p0 < kk; p0 += TL_BF_WALK_KA) {
@@ -610,7 +609,7 @@ static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int6
         const __mmask32 mk = w == 32 ? ~(__mmask32)0 : (__mmask32)((1u << w) - 1u);
         tl_sweep_pf_issue(&pf, pfrows * w * 2);
         if (pq) tl_prefetch_pump_q(pfq, pq);
-#define TL_BF_WALK_CASE(MR) tl_bf_walk_kern(MR, kc, ak, m, bk + j0, ldb, c + j0, ldc, mk, w == 32, in, out_cols)
+#define TL_BF_WALK_CASE(MR) tl_bf_walk_kern(MR, kc, ak, m, bk + j0, ldb, c + j0, ldc, mk, in, out_cols)
         switch (m) {
         case 3: TL_BF_WALK_CASE(3); break;
         case 4: TL_BF_WALK_CASE(4); break;
@@ -877,7 +876,7 @@ int TL_BF_DOT_ENTRY(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flag
      * at a time, as the f32 streaming kernel does */
     const int stream = n * kk * es > TL_BF_STREAM_BYTES;
 #if !TL_BF_VNNI_ONLY
-    if (stream && mode == TL_BF_BF16 && m >= 3 && m <= TL_BF_WALK_M) {
+    if (stream && mode == TL_BF_BF16 && m >= 3 && m <= TL_TILE_WALK_M) {
       tl_bf_walk(m, n, kk, (const uint16_t *)a->data, a->stride[0], (const uint16_t *)b->data, b->stride[0],
                  (float *)acc->data, acc->stride[0], accum);
       return 1;
