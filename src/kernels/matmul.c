@@ -432,12 +432,12 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
      * ways (f32 1x512x1024: 0.052 -> 0.061 / 0.010 -> 0.018) */
     const int split_shape = tl_mm_split_shape(&info, bd, b);
     const int eighth = da == TL_BF16 || (da != TL_F32 && bd->M == 1);
-    /* (f32 with 3-8 rows, walked on the K split since 2026-11-28, from where its sweep took b:
+    /* (f32 with 3-16 rows, walked on the K split since 2026-11-28, from where its sweep took b:
      * past half the L3; nearer the cache, in the panels as before, unmeasured walked) */
     const int64_t lim = split_shape && !(da == TL_F32 && bd->M > TL_MM_STREAM_M) ? l3 / 16 : eighth ? l3 / 8 : l3 / 2;
-    /* 3-16 rows where the K split will take them (tl_mm_rows_split: bf16 and f32 up to 8 rows
-     * walked in place, int8 and more bf16 rows copied in chunks; a tuner's candidate or a tuned
-     * config never splits, so not with cfg) */
+    /* 3-16 rows where the K split will take them (tl_mm_rows_split: bf16 and f32 walked in
+     * place, int8 copied in chunks; a tuner's candidate or a tuned config never splits, so not
+     * with cfg) */
     const int rows = bd->M <= TL_MM_STREAM_M || (!cfg && !r->packed && tl_mm_rows_split(&info, bd, a, b));
     r->stream = !r->packed && rows && b->stride[b->ndim - 1] == 1 && bd->K > 0 &&
                 bd->K * bd->N * (int64_t)tl_dtype_size(b->dtype) > lim; /* b comes from memory */
@@ -451,7 +451,7 @@ tl_status tl_mm_prepare_cfg(tl_ctx *ctx, const tl_tensor *a, const tl_tensor *b,
   r->edges = !r->stream && a->stride[a->ndim - 1] == 1 &&
              (da == TL_F32 ? r->packed || b->stride[b->ndim - 1] == 1
                            : r->packed && (info.isa < TL_ISA_AMX || bd->K % tl_mm_vnni(da) == 0));
-  /* f32, 3-31 rows against a row-major b from memory (past half the L3) read in place (3-8 rows
+  /* f32, 3-31 rows against a row-major b from memory (past half the L3) read in place (3-16 rows
    * at the AVX-512 levels on 2+ threads: the K split's walk instead, stream above): N
    * blocks of at most TL_MM_SWEEP_BN columns over the whole of K (tl_mm_config), which the
    * AVX-512 dot walks in sweeps of 8-16 rows of b (tl_a5_sweep, whose comment has the

@@ -43,17 +43,18 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
 #define TL_MM_BK_STREAM 1024
 /* 3 to TL_MM_CHUNK_M rows against such a b with contiguous rows (the K split's shapes, where
  * the vector dots have row-major kernels for them: tl_mm_rows_split): each thread's K blocks are
- * copied a chunk at a time (int8, and bf16 past TL_MM_WALK_M rows), TL_MM_CHUNK_KB bytes of each
+ * copied a chunk at a time (int8; bf16 and f32 are walked: TL_MM_WALK_M), TL_MM_CHUNK_KB bytes of each
  * column (fewer rows when the K block is shorter) by a slice of the columns of at most a
  * TL_MM_CHUNK_DIV-th of the VMEM budget, into a VMEM scratch whose rows are off the 4 KiB alias,
  * which the dot reads (matmul_split.c). */
 #define TL_MM_CHUNK_M 16
-/* bf16 with 3 to TL_MM_WALK_M rows takes no chunks: the AVX512-BF16 dot walks each step's K
- * block in place (tl_mm_rows_split; tl_bf_walk, dot_avx512bf16.c, up to the same 8 rows), and so
+/* bf16 with 3 to TL_MM_WALK_M (16) rows takes no chunks: the AVX512-BF16 dot walks each step's K
+ * block in place (tl_mm_rows_split; tl_bf_walk, dot_avx512bf16.c, up to the same rows), and so
  * does f32 on AVX-512 (tl_a5_walk, dot_avx512.c) past half the L3; the body queues the first
  * TL_MM_WALK_PF bytes of each column of the thread's next step (bf16 32 rows, f32 16) for the
- * walk's last sweep to prefetch. 9-16 bf16 rows measured slower walked (bf16 16x4096x4096 2.04
- * -> 2.36 ms, 3 rounds; 12 rows even in a throwaway harness), so they keep the chunks. */
+ * walk's last sweep to prefetch. 9-16 rows walk since 2026-11-28 with every row in registers
+ * (bf16 until then in the chunks, f32 in the N split's sweep: docs/matmul.md "9-16 rows: the wide
+ * walks"). */
 #define TL_MM_WALK_M TL_TILE_WALK_M
 #define TL_MM_WALK_PF 64
 #define TL_MM_CHUNK_KB 256
@@ -117,7 +118,7 @@ typedef struct tl_mm_run {
    * last chunk's dot prefetches, may be short) */
   int64_t chunk_k, chunk_n, chunk_ld, chunk_kall;
   int ichunk;
-  /* the split's first kernel for 3-TL_MM_WALK_M rows of bf16 / f32 (no chunks: the dot walks
+  /* the split's first kernel for 3-TL_MM_WALK_M (16) rows of bf16 / f32 (no chunks: the dot walks
    * the step's K block in place): the body queues the thread's next step's first rows of b
    * (TL_MM_WALK_PF bytes of each column) for the walk's last sweep to prefetch */
   int walk;
@@ -203,17 +204,16 @@ void tl_mm_build_fixup(tl_mm_build *bd, tl_mm_run *run);
 int tl_mm_split_shape(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *b);
 /* 1 when M rows of a (3..TL_MM_CHUNK_M) against b take the K split at info's ISA level: a with
  * unit column stride, b's geometry (tl_mm_split_shape), K blocks for every thread and at least 2
- * N blocks, a row-major kernel for a's dtype at the level (f32: AVX-512, up to TL_MM_WALK_M
- * rows), the M x N accumulator rows in half the VMEM budget; and for int8, and bf16 past
- * TL_MM_WALK_M rows, a chunk (tl_mm_chunk_k). bf16 and f32 up to TL_MM_WALK_M rows need no chunk:
- * the dot walks the step's K block in place. matmul.c streams b (tl_mm_run.stream) for such M
+ * N blocks, a row-major kernel for a's dtype at the level (f32: AVX-512), the M x N
+ * accumulator rows in half the VMEM budget; and for int8 a chunk (tl_mm_chunk_k). bf16 and f32
+ * (up to TL_MM_WALK_M rows, all of them) need no chunk: the dot walks the step's K block in place. matmul.c streams b (tl_mm_run.stream) for such M
  * only when this is 1, so that tl_mm_split_decide then splits. */
 int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b);
 /* The chunk (rows of b per copy, tl_mm_run.chunk_k; its slice of columns in *nc,
- * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of a (3..TL_MM_CHUNK_M: int8, or
- * bf16 past TL_MM_WALK_M rows) against b at info's ISA level, or 0 (*nc untouched) when it does
- * not take that path (f32 and bf16 up to TL_MM_WALK_M rows never: they are walked,
- * tl_mm_rows_split): tl_mm_rows_split's checks and the chunk in half the VMEM budget. */
+ * tl_mm_run.chunk_n) the K split's first kernel takes for M rows of a (3..TL_MM_CHUNK_M, int8)
+ * against b at info's ISA level, or 0 (*nc untouched) when it does not take that path (f32 and
+ * bf16 never: they are walked, tl_mm_rows_split): tl_mm_rows_split's checks and the chunk in
+ * half the VMEM budget. */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
                       int64_t *nc);
 /* The row stride (elements) of the K split's partial products [S, M, N] (matmul_split.c). */

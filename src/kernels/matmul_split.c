@@ -1,5 +1,5 @@
 /* matmul_split.c — the K split of tl_matmul (tl_mm_build.split, docs/matmul.md "K split"): for
- * 1-2 rows of a streaming a b whose rows are contiguous (3-16 of bf16 / int8 and 3-8 of f32 where
+ * 1-2 rows of a streaming a b whose rows are contiguous (3-16 of bf16 / int8 / f32 where
  * tl_mm_rows_split says so), the threads split K instead of N. The rule
  * (tl_mm_split_shape, tl_mm_rows_split, tl_mm_split_decide), the first kernel's build (ks: each
  * step's product into its own part of a [S, M, N] buffer, rows tl_mm_part_ld apart), and the
@@ -68,14 +68,14 @@ static int tl_mm_rows_ok(const tl_ctx_info *info, const tl_mm_build *bd, const t
 }
 
 /* 1 when the K split's first kernel leaves M rows of a to the dot's walk (no chunks): bf16 and
- * f32 up to TL_MM_WALK_M rows (f32 has no chunks at all: tl_mm_rows_ok takes no more rows). */
+ * f32 up to TL_MM_WALK_M rows, which is every row count tl_mm_rows_ok admits (TL_MM_CHUNK_M):
+ * only int8 takes the chunks. */
 static int tl_mm_walked(const tl_tensor *a, int64_t M) {
   return (a->dtype == TL_BF16 || a->dtype == TL_F32) && M <= TL_MM_WALK_M;
 }
 
 /* See matmul_impl.h. Walked (tl_mm_walked): the AVX512-BF16 / AVX-512 dot (tl_bf_walk,
- * tl_a5_walk) over the step's K block in place; 8-bit integers and 9-16 bf16 rows:
- * tl_mm_chunk_k's chunks. */
+ * tl_a5_walk) over the step's K block in place; 8-bit integers: tl_mm_chunk_k's chunks. */
 int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b) {
   int64_t bk, nc;
   if (tl_mm_walked(a, bd->M)) return tl_mm_rows_ok(info, bd, a, b, &bk);
@@ -96,12 +96,12 @@ int tl_mm_rows_split(const tl_ctx_info *info, const tl_mm_build *bd, const tl_te
  * each slice's accumulators over as many k as the chunk has, and the chunk, the next one being
  * prefetched beside it (matmul_body.c) and the slice's accumulator rows stay in the caches. The
  * dot that reads such a copy well: int8 on AVX512-VNNI (tl_q_rm; at the amx level up to 15
- * rows, which the AMX dot leaves to it), and bf16 past TL_MM_WALK_M rows; up to those rows bf16
- * took these chunks too until 2026-11-28 and walks its K block in place since
- * (tl_mm_rows_split). f32 on AVX-512 measured no faster in chunks (16x4096x4096 2.5-2.6 ms either
- * way; 32-row chunks copied into 16-column tiles for the one-pass tile kernel: 3.9-4.1): 3-8
- * rows walk their K blocks in place since 2026-11-28, 9-31 keep the N split with its own walk over
- * b in place (tl_mm_run.sweep, matmul.c). */
+ * rows, which the AMX dot leaves to it). bf16 took these chunks too until 2026-11-28 and walks
+ * its K block in place since (tl_mm_rows_split; 9-16 rows with the wide walk, also
+ * 2026-11-28). f32 on AVX-512 measured no faster in chunks (16x4096x4096 2.5-2.6 ms either
+ * way; 32-row chunks copied into 16-column tiles for the one-pass tile kernel: 3.9-4.1): 3-16
+ * rows walk their K blocks in place since 2026-11-28, 17-31 keep the N split with its own walk
+ * over b in place (tl_mm_run.sweep, matmul.c). */
 int64_t tl_mm_chunk_k(const tl_ctx_info *info, const tl_mm_build *bd, const tl_tensor *a, const tl_tensor *b,
                       int64_t *nc) {
   const int64_t N = bd->N, es = (int64_t)tl_dtype_size(b->dtype);

@@ -143,9 +143,10 @@ static inline __attribute__((always_inline)) void tl_tile_pf_stream(const void *
 #define TL_TILE_STREAM_PF 12288
 
 /* The most rows of acc the dots' walks take (bf16 tl_bf_walk, f32 tl_a5_walk: a row-major b
- * block from memory read in place, whole rows a sweep at a time); tl_matmul's K split hands them
- * their blocks up to as many rows (TL_MM_WALK_M, src/kernels/matmul_impl.h). */
-#define TL_TILE_WALK_M 8
+ * block from memory read in place, whole rows a sweep at a time; past 8 rows their wide kernels,
+ * every row in registers over a panel); tl_matmul's K split hands them their blocks up to as
+ * many rows (TL_MM_WALK_M, src/kernels/matmul_impl.h). */
+#define TL_TILE_WALK_M 16
 
 /* A row-major b block of at most this many bytes whose panels stay in L1 (tl_tile_b_fits_l1) is
  * read in place by the f32 dots at any row count (AVX-512 stages b from TL_A5_PACK_M rows, AVX2

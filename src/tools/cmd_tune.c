@@ -42,7 +42,7 @@ const char tl_cmd_tune_help[] =
     "spaces are searched by beam. See docs/tune.md.\n"
     "\n"
     "kernels: matmul (SHAPE MxNxK; --dtype f32 (default), bf16, int8 = u8 x i8 -> i32; 1-2 rows,\n"
-    "         3-16 of bf16 / int8 on AVX512-BF16 / VNNI (3-15 at the amx level) and 3-8 of f32\n"
+    "         3-16 of bf16 / int8 on AVX512-BF16 / VNNI (3-15 at the amx level) and 3-16 of f32\n"
     "         on AVX-512 (b past half the L3), against a b streamed from memory (past a sixteenth\n"
     "         of the L3), where tl_matmul splits K between the threads, are outside the space:\n"
     "         said (`not tuned: ...`), nothing stored)\n"

@@ -735,14 +735,14 @@ static void test_sweep(void) {
     tl_ctx_opts opts = {.isa = g_isa, .threads = 8, .tune = -1};
     REQUIRE(tl_ctx_new(&opts, &ctx) == TL_OK, "%s", tl_last_error());
     for (int64_t n = 200; n <= 300; n += 100) {
-      const int64_t k = l3 / 2 / 4 / n + 1, sa[2] = {16, k}, sb[2] = {k, n}, sc[2] = {16, n};
+      const int64_t k = l3 / 2 / 4 / n + 1, sa[2] = {20, k}, sb[2] = {k, n}, sc[2] = {20, n};
       tl_tensor a = tl_tensor_make(dummy, TL_F32, 2, sa), b = tl_tensor_make(dummy, TL_F32, 2, sb);
       tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
       tl_mm_build bd;
       const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
       const tl_status st = tl_mm_prepare(ctx, &a, &b, &c, &mo, &bd);
       const int want = vec && n == 300;
-      CHECK(st == TL_OK && bd.run.sweep == want, "[%s] f32 16x%lldx%lld, 8 threads: sweep %d, expected %d (%s)", g_isa,
+      CHECK(st == TL_OK && bd.run.sweep == want, "[%s] f32 20x%lldx%lld, 8 threads: sweep %d, expected %d (%s)", g_isa,
             (long long)n, (long long)k, st == TL_OK ? bd.run.sweep : -1, want, tl_ctx_error(ctx));
     }
     tl_ctx_free(ctx);
@@ -1004,8 +1004,8 @@ static void test_ksplit_rows(void) {
     int scales, epi, trans_a;
   } cs[] = {{TL_U8, TL_I8, TL_I32, 3, 4096, 0, 0, 0},     {TL_U8, TL_I8, TL_I32, 16, 1000, 0, 1, 0},
             {TL_I8, TL_I8, TL_I32, 8, 4100, 0, 0, 0},     {TL_U8, TL_I8, TL_F32, 13, 2000, 1, 1, 0},
-            {TL_BF16, TL_BF16, TL_F32, 5, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 16, 3001, 0, 1, 0},
-            {TL_BF16, TL_BF16, TL_BF16, 12, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 7, 2048, 0, 0, 1},
+            {TL_BF16, TL_BF16, TL_F32, 5, 2048, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 16, 1009, 0, 1, 0},
+            {TL_BF16, TL_BF16, TL_BF16, 12, 1024, 0, 0, 0}, {TL_BF16, TL_BF16, TL_F32, 7, 2048, 0, 0, 1},
             {TL_U8, TL_I8, TL_I32, 4, 4096, 0, 0, 1},       {TL_BF16, TL_BF16, TL_F32, 8, 1000, 0, 1, 0},
             {TL_BF16, TL_BF16, TL_BF16, 3, 4100, 0, 0, 0}};
   g_ctx = ctx;
@@ -1014,7 +1014,7 @@ static void test_ksplit_rows(void) {
     const int i8 = cs[i].da != TL_BF16;
     const int unit = (i8 ? info.isa >= TL_ISA_AVX512VNNI : info.isa >= TL_ISA_AVX512BF16) &&
                      (info.isa < TL_ISA_AMX || cs[i].m < 16);
-    const int want = unit && !cs[i].trans_a, chunks = want && (i8 || cs[i].m > 8);
+    const int want = unit && !cs[i].trans_a, chunks = want && i8;
     /* (walked bf16 rows: K of at least 4096, so that each thread's K blocks pass the dot's 1 MiB
      * and it has more than one of them, whatever the L3; only where the walk runs, the references
      * being slow under the sanitizers) */
@@ -1027,9 +1027,9 @@ static void test_ksplit_rows(void) {
     int64_t chunk, slice;
     /* the chunks: up to 256 bytes of each column (bf16 128 rows, int8 256; K here depends on the
      * L3, and a shorter K block makes the chunk shorter and the slices wider) by slices of whole
-     * 64 columns, the last one short where N is not a multiple (1000, 4100, 2000, 3001); K
-     * blocks ending in a short chunk. The exact sizes: the builds after this loop. bf16 up to 8
-     * rows: none (the walk) */
+     * 64 columns, the last one short where N is not a multiple (1000, 4100, 2000); K blocks
+     * ending in a short chunk. The exact sizes: the builds after this loop. bf16: none (the
+     * walk, 3-16 rows; 16x1009: the wide walk's N edge) */
     if (ksplit_build(ctx, &mc, &split, &chunk, &slice, &stream))
       CHECK(split == (want ? 2 : 0) && (chunk > 0) == chunks && chunk <= 256 / (i8 ? 1 : 2) &&
                 (chunks ? slice > 0 && slice < N && slice % 64 == 0 : slice == 0),
@@ -1069,15 +1069,16 @@ static void test_ksplit_rows(void) {
   }
   /* the chunk sizes on 768 KiB of VMEM, K at least 4096 (K blocks of 1024; builds only):
    * 256 bytes of K by slices of 256 columns (a twelfth of the budget) — int8 256 x 256 (N 4096:
-   * 16 slices; 4100: 16 of 256 and one of 4), bf16 9-16 rows 128 x 256 (N 3001: 12 slices;
-   * 8192 at 10 rows, 320 KiB of accumulator rows: 32); long rows (bf16 N 11008) at 12 and 16
-   * rows not split (528 and 704 KiB of accumulator rows, past half the budget: the N split
-   * instead), at 8 rows (352 KiB) split and walked, without chunks */
+   * 16 slices; 4100: 16 of 256 and one of 4; 3001 at 16 rows: 12 slices); bf16 walked without
+   * chunks (16x3001, 10x8192: 320 KiB of accumulator rows); long rows (bf16 N 11008) at 12 and
+   * 16 rows not split (528 and 704 KiB of accumulator rows, past half the budget: the N split
+   * instead), at 8 rows (352 KiB) split and walked */
   static const struct {
     tl_dtype da, db;
     int64_t m, n, split, chunk, slice;
   } xs[] = {{TL_U8, TL_I8, 3, 4096, 1, 256, 256},      {TL_I8, TL_I8, 8, 4100, 1, 256, 256},
-            {TL_BF16, TL_BF16, 16, 3001, 1, 128, 256}, {TL_BF16, TL_BF16, 10, 8192, 1, 128, 256},
+            {TL_U8, TL_I8, 16, 3001, 1, 256, 256},     {TL_BF16, TL_BF16, 16, 3001, 1, 0, 0},
+            {TL_BF16, TL_BF16, 10, 8192, 1, 0, 0},
             {TL_BF16, TL_BF16, 8, 11008, 1, 0, 0},    {TL_BF16, TL_BF16, 12, 11008, 0, 0, 0},
             {TL_BF16, TL_BF16, 16, 11008, 0, 0, 0}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(xs); i++) {
@@ -1094,16 +1095,17 @@ static void test_ksplit_rows(void) {
             (long long)xs[i].m, (long long)N, (long long)K, split, (long long)chunk, (long long)slice,
             want ? "2 and the sizes above" : "unsplit, no chunks");
   }
-  /* beside the rule (builds only): f32 (its N split kept), N of one 16-column block, and a
-   * chunk past half the budget: bf16 12x256 (12 KiB of accumulator rows) on 40 KiB (the
-   * narrowest chunk, 128 rows of 64 columns 192 bytes apart, is 24 KiB) unsplit, on 48 KiB
-   * split in such chunks; bf16 3x256, walked without a chunk, split on 40 KiB */
+  /* beside the rule (builds only): f32 past 16 rows (its N split kept), N of one 16-column
+   * block, and a chunk past half the budget: int8 12x256 (12 KiB of accumulator rows) on 40
+   * KiB (the narrowest chunk, 256 rows of 64 columns 128 bytes apart, is 32 KiB) unsplit, on 64
+   * KiB split in such chunks; bf16 12x256 and 3x256, walked without a chunk, split on 40 KiB */
   static const struct {
     tl_dtype da, db, dc;
     int64_t m, n, vmem, split, chunk;
-  } bs[] = {{TL_F32, TL_F32, TL_F32, 8, 4096, 0, 0, 0},         {TL_F32, TL_F32, TL_F32, 16, 2048, 0, 0, 0},
-            {TL_U8, TL_I8, TL_I32, 8, 16, 0, 0, 0},             {TL_BF16, TL_BF16, TL_F32, 12, 256, 40 << 10, 0, 0},
-            {TL_BF16, TL_BF16, TL_F32, 12, 256, 48 << 10, 1, 128}, {TL_BF16, TL_BF16, TL_F32, 3, 256, 40 << 10, 1, 0}};
+  } bs[] = {{TL_F32, TL_F32, TL_F32, 8, 4096, 0, 0, 0},         {TL_F32, TL_F32, TL_F32, 17, 2048, 0, 0, 0},
+            {TL_U8, TL_I8, TL_I32, 8, 16, 0, 0, 0},             {TL_U8, TL_I8, TL_I32, 12, 256, 40 << 10, 0, 0},
+            {TL_U8, TL_I8, TL_I32, 12, 256, 64 << 10, 1, 256},  {TL_BF16, TL_BF16, TL_F32, 12, 256, 40 << 10, 1, 0},
+            {TL_BF16, TL_BF16, TL_F32, 3, 256, 40 << 10, 1, 0}};
   for (size_t i = 0; i < TL_ARRAY_LEN_T(bs); i++) {
     tl_ctx *x = ctx;
     if (bs[i].vmem) {
@@ -1112,7 +1114,7 @@ static void test_ksplit_rows(void) {
     }
     const int64_t es = (int64_t)tl_dtype_size(bs[i].db), N = bs[i].n, K = l3 / 16 / (N * es) + 77;
     mm_case mc = plain(bs[i].da, bs[i].db, bs[i].dc, bs[i].m, N, K);
-    const int want = bs[i].split && info.isa >= TL_ISA_AVX512BF16;
+    const int want = bs[i].split && info.isa >= (bs[i].da == TL_BF16 ? TL_ISA_AVX512BF16 : TL_ISA_AVX512VNNI);
     int split, stream;
     int64_t chunk, slice;
     if (ksplit_build(x, &mc, &split, &chunk, &slice, &stream))
@@ -1121,24 +1123,24 @@ static void test_ksplit_rows(void) {
             "[%s] %s %lldx%lldx%lld (VMEM %lld): split %d chunk %lld x %lld stream %d, expected %s", g_isa,
             tl_dtype_name(bs[i].da), (long long)bs[i].m, (long long)N, (long long)K, (long long)bs[i].vmem, split,
             (long long)chunk, (long long)slice, stream,
-            want ? (bs[i].chunk ? "2 and 128 x 64" : "2 without chunks") : "unsplit, not streamed");
+            want ? (bs[i].chunk ? "2 and 256 x 64" : "2 without chunks") : "unsplit, not streamed");
     if (x != ctx) tl_ctx_free(x);
   }
-  /* the copy's rows never a multiple of 4 KiB apart (bf16 rows of 4032 bytes: 4160, not 4096;
+  /* the copy's rows never a multiple of 4 KiB apart (int8 rows of 4032 bytes: 4160, not 4096;
    * 12 MiB of VMEM, so that the whole of N is one slice) */
-  if (info.isa >= TL_ISA_AVX512BF16) {
+  if (info.isa >= TL_ISA_AVX512VNNI) {
     tl_ctx *big;
     tl_ctx_opts ob = {.isa = g_isa, .threads = 2, .tune = -1, .vmem_bytes = 12 << 20};
     REQUIRE(tl_ctx_new(&ob, &big) == TL_OK, "%s", tl_last_error());
     char dummy[64];
-    const int64_t N = 2016, K = l3 / 16 / (N * 2) + 77, sa[2] = {12, K}, sb[2] = {K, N}, sc[2] = {12, N};
-    tl_tensor a = tl_tensor_make(dummy, TL_BF16, 2, sa), b = tl_tensor_make(dummy, TL_BF16, 2, sb);
-    tl_tensor c = tl_tensor_make(dummy, TL_F32, 2, sc);
+    const int64_t N = 4032, K = l3 / 16 / N + 77, sa[2] = {12, K}, sb[2] = {K, N}, sc[2] = {12, N};
+    tl_tensor a = tl_tensor_make(dummy, TL_U8, 2, sa), b = tl_tensor_make(dummy, TL_I8, 2, sb);
+    tl_tensor c = tl_tensor_make(dummy, TL_I32, 2, sc);
     tl_mm_build bd;
     const tl_matmul_opts mo = TL_MATMUL_OPTS_INIT;
     const tl_status st = tl_mm_prepare(big, &a, &b, &c, &mo, &bd);
     CHECK(st == TL_OK && bd.split == 2 && bd.ks_run.chunk_n == N && bd.ks_run.chunk_ld == 4160,
-          "[%s] bf16 12x2016x%lld: split %d, slices of %lld, copy rows %lld bytes apart (expected 2016 and 4160)", g_isa,
+          "[%s] int8 12x4032x%lld: split %d, slices of %lld, copy rows %lld bytes apart (expected 4032 and 4160)", g_isa,
           (long long)K, st == TL_OK ? bd.split : -1, st == TL_OK ? (long long)bd.ks_run.chunk_n : -1LL,
           st == TL_OK ? (long long)bd.ks_run.chunk_ld : -1LL);
     tl_ctx_free(big);
@@ -1222,8 +1224,8 @@ static void test_balance(void) {
 }
 
 /* How b is read by the skinny bf16 / int8 products (3-16 rows of a; docs/matmul.md): past a
- * sixteenth of the L3 where the level has the row-major kernels, the K split copying b in
- * chunks; else row-major (in place, or as a plain copy of each block when b's rows are a
+ * sixteenth of the L3 where the level has the row-major kernels, the K split (int8 copying b in
+ * chunks, bf16 walking it in place); else row-major (in place, or as a plain copy of each block when b's rows are a
  * multiple of 4 KiB apart: int8 only), blocks of 256 x 512, the executor's prefetch; past 16
  * rows (at the amx level: from 16)
  * the VNNI tiles; 1 row streams from an eighth of the L3 (bf16, int8) or half (f32). The plans
@@ -1262,13 +1264,16 @@ static void test_skinny_plan(void) {
       continue;
     }
     /* past a sixteenth of the L3 (b's rows contiguous, 2 threads) at the levels with the
-     * row-major kernels: the K split with b copied in chunks (test_ksplit_rows) */
+     * row-major kernels: the K split, int8 with b copied in chunks, bf16 walked in place
+     * (test_ksplit_rows) */
     const int unit = da == TL_U8 ? info.isa >= TL_ISA_AVX512VNNI : da == TL_BF16 && info.isa >= TL_ISA_AVX512BF16;
     if (unit && m <= (amx ? 15 : 16) && bytes > l3 / 16) {
-      CHECK(bd.run.stream && bs->stage == TL_STAGE_NEVER && bd.split == 2 && bd.ks_run.chunk_k > 0,
-            "[%s] %s %lldx%lldx%lld: stream %d stage %d split %d chunk %lld (expected the K split in chunks)", g_isa, what,
+      const int walk = da == TL_BF16;
+      CHECK(bd.run.stream && bs->stage == TL_STAGE_NEVER && bd.split == 2 && (bd.ks_run.chunk_k > 0) == !walk &&
+                bd.ks_run.walk == walk,
+            "[%s] %s %lldx%lldx%lld: stream %d stage %d split %d chunk %lld walk %d (expected the K split, %s)", g_isa, what,
             (long long)m, (long long)cs[i].n, (long long)cs[i].k, bd.run.stream, (int)bs->stage, bd.split,
-            (long long)bd.ks_run.chunk_k);
+            (long long)bd.ks_run.chunk_k, bd.ks_run.walk, walk ? "walked" : "in chunks");
       continue;
     }
     const int rm = m <= (amx ? 15 : 16);

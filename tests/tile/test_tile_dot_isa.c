@@ -354,17 +354,26 @@ static void test_random_cases(void) {
                         .bkind = B_ROW, .pad_a = m, .pad_b = 5 * (m & 1), .pad_c = 2};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
-        /* 3-31 rows against a row-major b block past 1 MiB: the sweeping walk (6 and 8 rows,
+        /* 3-31 rows against a row-major b block past 1 MiB: the sweeping walk (6, 8 and 16 rows,
          * without row gaps: the walk above; windows of 512
          * columns, 256 past 16 rows, the last one 76-77 wide: panels of 32 and 12-13 columns; k
          * not a multiple of the 8 / 12 / 16 rows per sweep; n 25000 with k 13: a sweep of 8 and
          * one of 5, neither prefetched; row gaps, both flags) */
         /* 3-8 rows against such a block with contiguous rows (no row gap, as the K split hands
          * them): the AVX-512 walk (8 rows of b a sweep over whole rows, k odd so that the last
-         * sweep is short, n a multiple of the 32-column panels) */
+         * sweep is short, n a multiple of the 32-column panels); 9-16 below */
         for (int64_t m = 3; m <= 7; m += 2) {
           dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = 1024 + 32 * m, .k = 300 + m, .accum = (int)(m == 5),
                         .bkind = B_ROW, .pad_a = 1, .pad_c = 2};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
+        }
+        /* 9-16 rows so: the walk's wide kernel (every row over 16-column panels): n a multiple
+         * of them and not (a last panel of 1, 9, 15 columns), k odd and even */
+        static const int64_t mx[] = {9, 11, 12, 14, 16}, nx[] = {1024, 1041, 1033, 1039, 1056};
+        for (size_t mi = 0; mi < sizeof mx / sizeof mx[0]; mi++) {
+          const int64_t m = mx[mi], n = nx[mi];
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = n, .k = 290 + m, .accum = (int)(m & 1),
+                        .bkind = B_ROW, .pad_a = (int)(m & 3), .pad_c = 1};
           run_case(ctx, (tl_isa)isa, &c, &rng);
         }
         static const int64_t msw[] = {3, 6, 8, 9, 13, 15, 16, 20, 31};
@@ -417,6 +426,19 @@ static void test_random_cases(void) {
             const int64_t m = mw[mi], n = mi == 5 ? 50000 : mi & 1 ? 512 : 530 + m, k = mi == 5 ? 13 : 1100 + 2 * m + 1;
             dot_case c = {.ta = TL_BF16, .tb = TL_BF16, .m = m, .n = n, .k = k, .accum = (int)(mi & 1), .bkind = B_ROW,
                           .pad_a = (int)mi, .pad_b = mi & 2 ? 9 : 0, .pad_c = 2};
+            run_case(ctx, (tl_isa)isa, &c, &rng);
+          }
+          /* 9-16 rows: the wide walk (16 rows a sweep, every row in registers over each whole
+           * 32-column panel, the hi pairs kept beside it; at the N edge rows 0-7 and the rest in
+           * column order): n a multiple of the panels and not (a last panel of 1, 17, 31
+           * columns), k past one packed piece and odd, a single short sweep (k 15), row gaps,
+           * both flags */
+          static const int64_t mwide[] = {9, 10, 12, 13, 15, 16};
+          for (size_t mi = 0; mi < sizeof mwide / sizeof mwide[0]; mi++) {
+            static const int64_t nw[] = {512, 545, 1024, 529, 1055, 40000};
+            const int64_t m = mwide[mi], n = nw[mi], k = mi == 5 ? 15 : 1030 + 2 * m + (int64_t)(mi & 1);
+            dot_case c = {.ta = TL_BF16, .tb = TL_BF16, .m = m, .n = n, .k = k, .accum = (int)(mi & 1), .bkind = B_ROW,
+                          .pad_a = (int)mi, .pad_b = mi & 2 ? 5 : 0, .pad_c = 1 + (int)(mi & 1)};
             run_case(ctx, (tl_isa)isa, &c, &rng);
           }
           /* 8 rows past one packed piece, accumulating (pair order kept over many sweeps) */

@@ -7,8 +7,8 @@
  * f32 (and bf16 x bf16 -> f32 through tl_a5_dot_bf16, any accepted b; 8-bit integers through
  * dot_avx512_i8.c); a and acc row-major with unit column stride (any row stride). b: row-major with unit
  * column stride read in place below TL_A5_PACK_M rows (1-2 rows with a b block past
- * TL_A5_STREAM_BYTES: the streaming kernel; 3-8 rows with such a block whose rows are contiguous:
- * the walk; other 3-31 rows with such a block: the sweeping one; 1-4
+ * TL_A5_STREAM_BYTES: the streaming kernel; 3-16 rows with such a block whose rows are
+ * contiguous: the walk; other 3-31 rows with such a block: the sweeping one; 1-4
  * rows with at most 128 / 64 columns: the skinny one; else 32-column panels), and from any row count when the block
  * is at most TL_TILE_SMALL_B bytes and its panels stay in L1 (tl_tile_b_fits_l1); tiled in
  * 16-column tiles without interleave read in place (5-16 rows: one tile at a time in one pass,
@@ -187,17 +187,20 @@ static void tl_a5_panel(int64_t m, int64_t nr, int64_t kc, int form, const float
  * at 6-12 KiB; tl_matmul with b pre-packed (16x4096x4096, three alternating runs) 1.65-1.70 ms
  * at 4 KiB, 1.52-1.63 at 8, 1.52-1.58 at 12, 1.54-1.57 at 16, against 1.81-1.94 before. a is
  * packed because its rows, a row stride apart (16 KiB for K = 4096), would share one L1 set:
- * read in place, 16 of them measured slower than the two passes. mr is a constant at every call
- * (tl_a5_tile16). */
+ * read in place, 16 of them measured slower than the two passes. The walk runs it over a
+ * row-major b in place too (ldb: b's row stride in floats, 16 for a tile; pfs 0: no stream
+ * prefetch, which the walk does per sweep, and the lanes past m0 not loaded). mr and pfs are
+ * constants at every call (tl_a5_tile16, tl_a5_wide16). */
 static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t kc, const float *a, const float *b,
-                                                               float *c, int64_t ldc, __mmask16 m0, int accum) {
+                                                               int64_t ldb, int pfs, float *c, int64_t ldc, __mmask16 m0,
+                                                               int accum) {
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; i++) acc[i] = i < mr && accum ? _mm512_maskz_loadu_ps(m0, c + i * ldc) : _mm512_setzero_ps();
   const int l1 = tl_tile_pf_l1();
   for (int64_t k = 0; k < kc; k++) {
-    tl_tile_pf_stream((const char *)(b + k * 16) + TL_TILE_STREAM_PF, l1);
-    const __m512 bk = _mm512_loadu_ps(b + k * 16);
+    if (pfs) tl_tile_pf_stream((const char *)(b + k * 16) + TL_TILE_STREAM_PF, l1);
+    const __m512 bk = pfs || m0 == 0xffff ? _mm512_loadu_ps(b + k * ldb) : _mm512_maskz_loadu_ps(m0, b + k * ldb);
 #pragma GCC unroll 16
     for (int i = 0; i < 16; i++) {
       if (i >= mr) break;
@@ -216,18 +219,34 @@ static inline __attribute__((always_inline)) void tl_a5_kern16(int mr, int64_t k
 static __attribute__((noinline)) void tl_a5_tile16(int mr, int64_t kc, const float *a, const float *b, float *c,
                                                    int64_t ldc, __mmask16 m0, int accum) {
   switch (mr) {
-  case 5: tl_a5_kern16(5, kc, a, b, c, ldc, m0, accum); break;
-  case 6: tl_a5_kern16(6, kc, a, b, c, ldc, m0, accum); break;
-  case 7: tl_a5_kern16(7, kc, a, b, c, ldc, m0, accum); break;
-  case 8: tl_a5_kern16(8, kc, a, b, c, ldc, m0, accum); break;
-  case 9: tl_a5_kern16(9, kc, a, b, c, ldc, m0, accum); break;
-  case 10: tl_a5_kern16(10, kc, a, b, c, ldc, m0, accum); break;
-  case 11: tl_a5_kern16(11, kc, a, b, c, ldc, m0, accum); break;
-  case 12: tl_a5_kern16(12, kc, a, b, c, ldc, m0, accum); break;
-  case 13: tl_a5_kern16(13, kc, a, b, c, ldc, m0, accum); break;
-  case 14: tl_a5_kern16(14, kc, a, b, c, ldc, m0, accum); break;
-  case 15: tl_a5_kern16(15, kc, a, b, c, ldc, m0, accum); break;
-  default: tl_a5_kern16(16, kc, a, b, c, ldc, m0, accum); break;
+  case 5: tl_a5_kern16(5, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 6: tl_a5_kern16(6, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 7: tl_a5_kern16(7, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 8: tl_a5_kern16(8, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 9: tl_a5_kern16(9, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 10: tl_a5_kern16(10, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 11: tl_a5_kern16(11, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 12: tl_a5_kern16(12, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 13: tl_a5_kern16(13, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 14: tl_a5_kern16(14, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  case 15: tl_a5_kern16(15, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  default: tl_a5_kern16(16, kc, a, b, 16, 1, c, ldc, m0, accum); break;
+  }
+}
+
+/* 9-16 rows over one 16-column panel of a row-major b in place (row stride ldb; columns past
+ * the mask m0 not read), a packed by tl_a5_pack_a: the walk's wide kernel (tl_a5_walk). */
+static __attribute__((noinline)) void tl_a5_wide16(int mr, int64_t kc, const float *a, const float *b, int64_t ldb,
+                                                   float *c, int64_t ldc, __mmask16 m0, int accum) {
+  switch (mr) {
+  case 9: tl_a5_kern16(9, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  case 10: tl_a5_kern16(10, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  case 11: tl_a5_kern16(11, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  case 12: tl_a5_kern16(12, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  case 13: tl_a5_kern16(13, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  case 14: tl_a5_kern16(14, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  case 15: tl_a5_kern16(15, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
+  default: tl_a5_kern16(16, kc, a, b, ldb, 0, c, ldc, m0, accum); break;
   }
 }
 
@@ -434,7 +453,7 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
   }
 }
 
-/* The walk (3 to TL_TILE_WALK_M rows of acc, a row-major b block from memory whose rows are
+/* The walk (3 to TL_TILE_WALK_M (16) rows of acc, a row-major b block from memory whose rows are
  * contiguous, read in place: tl_matmul's K split hands each thread such a block of whole rows,
  * matmul_split.c): TL_A5_WALK_K rows of b at a time over all its columns, accumulated in acc
  * itself (the K split's partial rows are off the 4 KiB alias), a packed per sweep, the 32-column
@@ -443,7 +462,9 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
  * of 512 columns, 2 KiB of each row, and prefetches the next sweep's rows at the same columns. In
  * the last sweep the thread's prefetch queue is pumped instead (the K split queues its next step's
  * first rows there). Each acc(i, j) is still one sum in increasing k. Measured: docs/matmul.md
- * "3-8 f32 rows: the walk". */
+ * "3-8 f32 rows: the walk". 9-16 rows: panels of 16 columns with every row in registers
+ * (tl_a5_wide16), each line of b loaded once; as two 8-row blocks over the 32-column panels, 9
+ * and 16 rows measured 9-23% slower (docs/matmul.md "9-16 rows: the wide walks"). */
 #define TL_A5_WALK_K 8
 static void tl_a5_walk(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, float *c,
                        int64_t ldc, int accum, float *ap) {
@@ -452,12 +473,17 @@ static void tl_a5_walk(int64_t m, int64_t n, int64_t kk, const float *a, int64_t
     tl_a5_pack_a(ap, a, lda, m, k0, kc);
     const int64_t pfrows = TL_MIN(TL_A5_WALK_K, kk - k0 - kc);
     tl_sweep_pf pf = tl_sweep_pf_at(pfrows ? b + (k0 + kc) * n : b, pfrows, n * 4, n * 4);
-    const int64_t pending = pfrows ? 0 : tl_prefetch_pending(), pq = TL_CDIV(pending, TL_CDIV(n, TL_A5_NR));
+    const int64_t pw = m > TL_A5_MR ? 16 : TL_A5_NR; /* the panels' width */
+    const int64_t pending = pfrows ? 0 : tl_prefetch_pending(), pq = TL_CDIV(pending, TL_CDIV(n, pw));
     const float *bk = b + k0 * n;
     for (int64_t jj = 0, nr; jj < n; jj += nr) {
-      nr = TL_MIN(TL_A5_NR, n - jj);
+      nr = TL_MIN(pw, n - jj);
       tl_sweep_pf_issue(&pf, pfrows * nr * 4);
       if (pq) tl_prefetch_pump(pq);
+      if (m > TL_A5_MR) { /* 9-16 rows: every row over 16 columns, each line of b loaded once */
+        tl_a5_wide16((int)m, kc, ap, bk + jj, n, c + jj, ldc, tl_a5_mask(nr), accum || k0 > 0);
+        continue;
+      }
       const int nv = nr > 16 ? 2 : 1;
       const __mmask16 m0 = tl_a5_mask(nr), m1 = nr > 16 ? tl_a5_mask(nr - 16) : 0;
       if (nr == TL_A5_NR)
@@ -647,7 +673,7 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
       else tl_a5_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
-    /* 3-8 rows, a b block from memory with contiguous rows (the K split's): the walk */
+    /* 3-16 rows, a b block from memory with contiguous rows (the K split's): the walk */
     if (m <= TL_TILE_WALK_M && b->stride[0] == n && n * kk * 4 > TL_A5_STREAM_BYTES) {
       tl_a5_walk(m, n, kk, pa, lda, pb, pc, ldc, accum, abuf);
       return 1;

@@ -7,8 +7,8 @@
  * instruction wants (bf16: vnni 2, int8: vnni 4) with tile_c a multiple of 16 — the AMX B layout
  * (tile_r x 16) is one such; with up to 16 rows of acc a row-major b with unit column stride is
  * read in place too (pairs / quads built in registers; a block past TL_BF_STREAM_BYTES walked
- * TL_BF_STREAM_K rows at a time, bf16 with 3-8 rows TL_BF_WALK_K rows at a time with the
- * accumulators kept in pair order: tl_bf_walk); 3-16 rows over tiles with tile_c 16 go one tile at a time in
+ * TL_BF_STREAM_K rows at a time, bf16 with 3-16 rows TL_BF_WALK_K / TL_BF_WIDE_K rows at a time
+ * with the accumulators kept in pair order: tl_bf_walk); 3-16 rows over tiles with tile_c 16 go one tile at a time in
  * one pass with a packed (tl_bf_tile16); any other b (row-major with more rows, strided, TL_DOT_TRANS_B —
  * by dword transposes when its column stride is 1 —, other tilings) is staged per panel of 32
  * columns on the stack in that layout first. Integer sign combinations:
@@ -27,7 +27,7 @@
  * - int8: int32 arithmetic that wraps (exact modulo 2^32): equal to the scalar reference while
  *   the true result fits in int32.
  * - No allocation, no locks; the stack holds one 16 KiB panel and 32 KiB of packed a (the walk:
- *   16 KiB of packed a).
+ *   32 KiB of packed a).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -498,7 +498,7 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
 }
 
 #if !TL_BF_VNNI_ONLY
-/* ---- bf16, 3-8 rows, b row-major from memory: the walk ----
+/* ---- bf16, 3-16 rows, b row-major from memory: the walk ----
  *
  * A row-major b block past TL_BF_STREAM_BYTES against 3 to TL_TILE_WALK_M rows of a (tl_matmul's
  * K split gives each thread such a block of whole rows: matmul_split.c) is walked TL_BF_WALK_K
@@ -513,11 +513,15 @@ static void tl_bf_rm(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_
  * panel at the N edge and the first and last sweeps of a piece convert). Each acc(i, j) still sums
  * the pairs (k, k + 1) of even k in increasing order from acc or zero: the sums of tl_bf_rm.
  * Measured against the chunks it replaced (the K split copying b 128 rows by 256 columns at a
- * time into VMEM for tl_bf_rm): docs/matmul.md "3-8 bf16 rows: the walk". With 9-16 rows (two
- * row blocks, each reading the panel's lines again from L2) it measured slower than those chunks,
- * which tl_matmul keeps for them. */
+ * time into VMEM for tl_bf_rm): docs/matmul.md "3-8 bf16 rows: the walk". 9-16 rows walk
+ * TL_BF_WIDE_K rows a sweep with every row in registers over each panel (tl_bf_walk_wide; at the
+ * N edge the 8-row kernel twice): as two 8-row blocks, each reading the panel's lines again from
+ * L2, they measured slower than the chunks; this way faster (docs/matmul.md "9-16 rows: the
+ * wide walks"). */
 #define TL_BF_WALK_K 32
 #define TL_BF_WALK_KA 1024
+/* 9-16 rows a sweep: 16 (20 and 24 even, 8 and 32 slower: docs/matmul.md) */
+#define TL_BF_WIDE_K 16
 
 /* How a panel's accumulators start: zero, from acc in column order, from acc in pair order. */
 enum { TL_BF_W_ZERO, TL_BF_W_COLS, TL_BF_W_PAIRS };
@@ -576,8 +580,109 @@ static inline __attribute__((always_inline)) void tl_bf_walk_kern(int mr, int64_
   }
 }
 
-/* acc (+)= a @ b for 3 to TL_TILE_WALK_M rows of bf16 a and a row-major b (unit column stride, read
- * in place) from memory, kk > 0: the walk above. The dot takes it for any such block past
+/* tl_bf_walk_kern for mr (1-8) rows, as a constant (inlined: a call per panel cost up to 5% of
+ * 8 rows). */
+static inline __attribute__((always_inline)) void tl_bf_walk_rows(int64_t mr, int64_t kc, const uint32_t *ap, int64_t m, const uint16_t *b, int64_t ldb,
+                            float *c, int64_t ldc, __mmask32 mk, int in, int out_cols) {
+  switch (mr) {
+#define TL_BF_WALK_CASE(MR) tl_bf_walk_kern(MR, kc, ap, m, b, ldb, c, ldc, mk, in, out_cols)
+  case 1: TL_BF_WALK_CASE(1); break;
+  case 2: TL_BF_WALK_CASE(2); break;
+  case 3: TL_BF_WALK_CASE(3); break;
+  case 4: TL_BF_WALK_CASE(4); break;
+  case 5: TL_BF_WALK_CASE(5); break;
+  case 6: TL_BF_WALK_CASE(6); break;
+  case 7: TL_BF_WALK_CASE(7); break;
+  default: TL_BF_WALK_CASE(8); break;
+#undef TL_BF_WALK_CASE
+  }
+}
+
+/* 9-16 rows over a whole panel of 32 columns, every row in registers (16 accumulators at most):
+ * the lo pairs of the panel first, the hi pairs then, each half's accumulators in pair order at
+ * c + 16 * half (zero when zero), += kc (at most TL_BF_WIDE_K) rows of b. The first half unpacks
+ * both and keeps the hi pairs in hb for the second, so each line of b is loaded once: read again
+ * from b, the lines (rows a multiple of 4 KiB apart, one L1 set) came back from L2 (a throwaway
+ * harness, one thread, N = 4096 in L2: 150 against 170 GFLOP/s). mr is a compile-time constant
+ * (tl_bf_walk_wide). */
+static inline __attribute__((always_inline)) void tl_bf_walk_wkern(int mr, int64_t kc, const uint32_t *ap, int64_t m,
+                                                                   const uint16_t *b, int64_t ldb, float *c, int64_t ldc,
+                                                                   int zero) {
+  __m512 v[16];
+  __m512i hb[TL_BF_WIDE_K / 2];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    if (i >= mr) break;
+    v[i] = zero ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc);
+  }
+  for (int64_t k = 0; k < kc; k += 2) {
+    const __m512i r0 = _mm512_loadu_si512(b + k * ldb);
+    const __m512i r1 = k + 1 < kc ? _mm512_loadu_si512(b + (k + 1) * ldb) : _mm512_setzero_si512();
+    const __m512bh bv = (__m512bh)_mm512_unpacklo_epi16(r0, r1);
+    hb[k >> 1] = _mm512_unpackhi_epi16(r0, r1);
+    const uint32_t *w = ap + (k >> 1) * m;
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+      if (i >= mr) break;
+      v[i] = _mm512_dpbf16_ps(v[i], (__m512bh)_mm512_set1_epi32((int)w[i]), bv);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    if (i >= mr) break;
+    _mm512_storeu_ps(c + i * ldc, v[i]);
+    v[i] = zero ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16);
+  }
+  for (int64_t k = 0; k < kc; k += 2) {
+    const __m512bh bv = (__m512bh)hb[k >> 1];
+    const uint32_t *w = ap + (k >> 1) * m;
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+      if (i >= mr) break;
+      v[i] = _mm512_dpbf16_ps(v[i], (__m512bh)_mm512_set1_epi32((int)w[i]), bv);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) {
+    if (i >= mr) break;
+    _mm512_storeu_ps(c + i * ldc + 16, v[i]);
+  }
+}
+
+/* 9-16 rows over a whole panel: c's rows [0, mr) x [0, 32) converted to pair order first (in
+ * TL_BF_W_COLS), the two halves, and back to column order last (out_cols). */
+static void tl_bf_walk_wide(int64_t mr, int64_t kc, const uint32_t *ap, int64_t m, const uint16_t *b, int64_t ldb,
+                            float *c, int64_t ldc, int in, int out_cols) {
+  if (in == TL_BF_W_COLS)
+    for (int64_t i = 0; i < mr; i++) {
+      __m512 lo, hi;
+      tl_bf_to_pairs(_mm512_loadu_ps(c + i * ldc), _mm512_loadu_ps(c + i * ldc + 16), &lo, &hi);
+      _mm512_storeu_ps(c + i * ldc, lo);
+      _mm512_storeu_ps(c + i * ldc + 16, hi);
+    }
+  switch (mr) {
+#define TL_BF_WIDE_CASE(MR) tl_bf_walk_wkern(MR, kc, ap, m, b, ldb, c, ldc, in == TL_BF_W_ZERO)
+  case 9: TL_BF_WIDE_CASE(9); break;
+  case 10: TL_BF_WIDE_CASE(10); break;
+  case 11: TL_BF_WIDE_CASE(11); break;
+  case 12: TL_BF_WIDE_CASE(12); break;
+  case 13: TL_BF_WIDE_CASE(13); break;
+  case 14: TL_BF_WIDE_CASE(14); break;
+  case 15: TL_BF_WIDE_CASE(15); break;
+  default: TL_BF_WIDE_CASE(16); break;
+#undef TL_BF_WIDE_CASE
+  }
+  if (out_cols)
+    for (int64_t i = 0; i < mr; i++) {
+      __m512 c0, c1;
+      tl_bf_from_pairs(_mm512_loadu_ps(c + i * ldc), _mm512_loadu_ps(c + i * ldc + 16), &c0, &c1);
+      _mm512_storeu_ps(c + i * ldc, c0);
+      _mm512_storeu_ps(c + i * ldc + 16, c1);
+    }
+}
+
+/* acc (+)= a @ b for 3 to TL_TILE_WALK_M (16) rows of bf16 a and a row-major b (unit column
+ * stride, read in place) from memory, kk > 0: the walk above. The dot takes it for any such block past
  * TL_BF_STREAM_BYTES; tl_matmul gives it the K split's (rows contiguous) and, rarely, an N
  * block of an unsplit plan (rows a row stride apart, unmeasured walked). */
 static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
@@ -592,11 +697,12 @@ static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int6
         const uint16_t *ai = a + i * lda + p0 + 2 * q;
         ap[q * m + i] = (uint32_t)ai[0] | (2 * q + 1 < pk ? (uint32_t)ai[1] << 16 : 0u);
       }
-    for (int64_t k0 = 0; k0 < pk; k0 += TL_BF_WALK_K) {
-      const int64_t kc = TL_MIN(TL_BF_WALK_K, pk - k0), kn = p0 + k0 + kc;
+    const int64_t wk = m > 8 ? TL_BF_WIDE_K : TL_BF_WALK_K;
+    for (int64_t k0 = 0; k0 < pk; k0 += wk) {
+      const int64_t kc = TL_MIN(wk, pk - k0), kn = p0 + k0 + kc;
       const int in = k0 > 0 ? TL_BF_W_PAIRS : p0 > 0 || accum ? TL_BF_W_COLS : TL_BF_W_ZERO;
       const int out_cols = k0 + kc >= pk;
-      const int64_t pfrows = TL_MIN(TL_BF_WALK_K, kk - kn);
+      const int64_t pfrows = TL_MIN(wk, kk - kn);
       tl_sweep_pf pf = tl_sweep_pf_at(pfrows ? b + kn * ldb : b, pfrows, n * 2, ldb * 2);
       /* the last sweep: what the thread's queue holds (the K split's next step's first rows,
        * matmul_body.c), spread over the panels */
@@ -609,16 +715,12 @@ static void tl_bf_walk(int64_t m, int64_t n, int64_t kk, const uint16_t *a, int6
         const __mmask32 mk = w == 32 ? ~(__mmask32)0 : (__mmask32)((1u << w) - 1u);
         tl_sweep_pf_issue(&pf, pfrows * w * 2);
         if (pq) tl_prefetch_pump_q(pfq, pq);
-#define TL_BF_WALK_CASE(MR) tl_bf_walk_kern(MR, kc, ak, m, bk + j0, ldb, c + j0, ldc, mk, in, out_cols)
-        switch (m) {
-        case 3: TL_BF_WALK_CASE(3); break;
-        case 4: TL_BF_WALK_CASE(4); break;
-        case 5: TL_BF_WALK_CASE(5); break;
-        case 6: TL_BF_WALK_CASE(6); break;
-        case 7: TL_BF_WALK_CASE(7); break;
-        default: TL_BF_WALK_CASE(8); break;
+        if (m > 8 && w == 32) {
+          tl_bf_walk_wide(m, kc, ak, m, bk + j0, ldb, c + j0, ldc, in, out_cols);
+        } else { /* up to 8 rows; past 8 at the N edge, rows 0-7 and then the rest (column order) */
+          tl_bf_walk_rows(TL_MIN(m, 8), kc, ak, m, bk + j0, ldb, c + j0, ldc, mk, in, out_cols);
+          if (m > 8) tl_bf_walk_rows(m - 8, kc, ak + 8, m, bk + j0, ldb, c + 8 * ldc + j0, ldc, mk, in, out_cols);
         }
-#undef TL_BF_WALK_CASE
       }
     }
   }
