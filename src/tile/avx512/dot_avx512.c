@@ -463,8 +463,8 @@ static void tl_a5_sweep(int64_t m, int64_t n, int64_t kk, const float *a, int64_
  * the last sweep the thread's prefetch queue is pumped instead (the K split queues its next step's
  * first rows there). Each acc(i, j) is still one sum in increasing k. Measured: docs/matmul.md
  * "3-8 f32 rows: the walk". 9-16 rows: panels of 16 columns with every row in registers
- * (tl_a5_wide16), each line of b loaded once; as two 8-row blocks over the 32-column panels, 9
- * and 16 rows measured 9-23% slower (docs/matmul.md "9-16 rows: the wide walks"). */
+ * (tl_a5_wide16), each line of b loaded once; as two 8-row blocks over the 32-column panels, 9,
+ * 12 and 16 rows measured 17-23% slower (docs/matmul.md "9-16 rows: the wide walks"). */
 #define TL_A5_WALK_K 8
 static void tl_a5_walk(int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b, float *c,
                        int64_t ldc, int accum, float *ap) {
