@@ -1016,9 +1016,11 @@ static void test_ksplit_rows(void) {
                      (info.isa < TL_ISA_AMX || cs[i].m < 16);
     const int want = unit && !cs[i].trans_a, chunks = want && i8;
     /* (walked bf16 rows: K of at least 4096, so that each thread's K blocks pass the dot's 1 MiB
-     * and it has more than one of them, whatever the L3; only where the walk runs, the references
-     * being slow under the sanitizers) */
-    const int64_t K = TL_MAX(l3 / 16 / (cs[i].n * (i8 ? 1 : 2)) + 77, want && !chunks ? 4096 + 77 : 0);
+     * and it has more than one of them, whatever the L3; 9-16 rows (N about 1000) at least
+     * 2048, blocks still past 1 MiB; only where the walk runs, the references being slow under
+     * the sanitizers) */
+    const int64_t Kw = cs[i].m > 8 ? 2048 + 77 : 4096 + 77;
+    const int64_t K = TL_MAX(l3 / 16 / (cs[i].n * (i8 ? 1 : 2)) + 77, want && !chunks ? Kw : 0);
     const int64_t N = cs[i].n;
     mm_case mc = plain(cs[i].da, cs[i].db, cs[i].dc, cs[i].m, N, K);
     mc.scales = cs[i].scales, mc.trans_a = cs[i].trans_a;
