@@ -49,8 +49,8 @@ enum { TL_MM_MAX_IN = 6, TL_MM_MAX_SCRATCH = 3, TL_MM_MAX_OUTER = 4 };
  * which the dot reads (matmul_split.c). */
 #define TL_MM_CHUNK_M 16
 /* bf16 with 3 to TL_MM_WALK_M (16) rows takes no chunks: the AVX512-BF16 dot walks each step's K
- * block in place (tl_mm_rows_split; tl_bf_walk, dot_avx512bf16.c, up to the same rows), and so
- * does f32 on AVX-512 (tl_a5_walk, dot_avx512.c) past half the L3; the body queues the first
+ * block in place (tl_mm_rows_split; tl_bf_walk, avx512bf16/walk_avx512bf16.h, up to the same
+ * rows), and so does f32 on AVX-512 (tl_a5_walk, dot_avx512.c) past half the L3; the body queues the first
  * TL_MM_WALK_PF bytes of each column of the thread's next step (bf16 32 rows, f32 16) for the
  * walk's last sweep to prefetch. 9-16 rows walk since 2026-11-28 with every row in registers
  * (bf16 until then in the chunks, f32 in the N split's sweep: docs/matmul.md "9-16 rows: the wide
