@@ -26,6 +26,12 @@ typedef struct tl_kcase {
   char config[96];                     /* "" or where the blocks came from, when not the heuristic
                                         * ("tuning DB: BM=8 BN=16 BK=8"), as tl_matmul /
                                         * tl_attention would take them */
+  /* NULL, or the public call the instance stands for where that runs more than k (tl_matmul's
+   * K split: two plans of their own), on in / out: `tilec roofline` times and checks it in place
+   * of k's plan, `tilec explain` beside it; call_what says what it runs ("tl_matmul: K split
+   * between 2 threads, two plans") */
+  tl_status (*call)(tl_ctx *ctx, const struct tl_kcase *kc);
+  char call_what[96];
 } tl_kcase;
 
 typedef struct tl_kernel_desc {

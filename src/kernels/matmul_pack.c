@@ -311,6 +311,14 @@ static void *tl_mm_kcase_buf(tl_kcase *kc, int slot, int tmp_slot, tl_dtype dt, 
   return p;
 }
 
+/* tl_kcase.call of a K-split instance: tl_matmul itself on the instance's a, b and c (its plan
+ * cache keeps both plans after the first call). */
+static tl_status tl_mm_kcase_call(tl_ctx *ctx, const tl_kcase *kc) {
+  const tl_matmul_opts o = TL_MATMUL_OPTS_INIT;
+  tl_tensor c = kc->out[0]; /* (the view is the instance's; the data is written) */
+  return tl_matmul(ctx, &kc->in[0], &kc->in[1], &c, &o);
+}
+
 /* Builds the tl_matmul kernel for "MxNxK" with a of dtype da (b: da, or i8 for u8; c: f32, or
  * i32 for u8). */
 static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, char *err, size_t errn, tl_dtype da,
@@ -374,8 +382,11 @@ static tl_status tl_mm_make_dt(tl_ctx *ctx, const char *shape, tl_kcase *kc, cha
     if (tuned)
       snprintf(kc->config, sizeof kc->config, "tuning DB: BM=%lld BN=%lld BK=%lld", (long long)bd.run.BM,
                (long long)bd.run.BN, (long long)bd.run.BK);
-    else if (bd.split) /* one plan here: tl_matmul's K split runs two */
+    else if (bd.split) { /* one plan here: tl_matmul's K split runs two (kc->call: tl_matmul itself) */
       snprintf(kc->config, sizeof kc->config, "shown unsplit: tl_matmul splits K between %d threads here", bd.split);
+      snprintf(kc->call_what, sizeof kc->call_what, "tl_matmul: K split between %d threads, two plans", bd.split);
+      kc->call = tl_mm_kcase_call;
+    }
   }
   if (s != TL_OK) {
     tl_msg(err, errn, "%s", tl_ctx_error(ctx));

@@ -9,6 +9,8 @@
  * warm-up, then timed runs (tl_bench_run) — and prints the median, GFLOP/s, GB/s and attainment
  * (bound / measured), checks the result against the kernel's float64 reference, and checks that
  * the bytes tl_plan_stats counted in the run equal the plan's cost ("bytes: stats == cost").
+ * Where the instance stands for a library call that runs more than its one plan (tl_kcase.call:
+ * tl_matmul's K split), the call is timed and checked after the plan ("as run").
  *
  * Invariants: usage errors (unknown kernel, machine or flag, bad shape) exit 2 with one line on
  * stderr and nothing on stdout, before any probe or run; every number printed comes from the
@@ -36,7 +38,9 @@ const char tl_cmd_explain_help[] =
     "On the host (the default machine) it also runs the plan: warm-up, then timed runs; it prints\n"
     "the median time, GFLOP/s, GB/s and attainment (bound / measured), checks the result against\n"
     "a float64 reference and checks that the bytes counted in the run equal the plan's cost\n"
-    "(\"bytes: stats == cost\").\n"
+    "(\"bytes: stats == cost\"). Where the library call runs more than that one plan (tl_matmul's\n"
+    "K split for a few rows of a: two plans; the plan is shown unsplit and the config line says so),\n"
+    "it also times and checks the call itself on the same tensors (\"as run\"; JSON \"as_run\").\n"
     "\n"
     "The host machine is `tilec probe`'s for the context's thread count (cached; measured first,\n"
     "about 30 s, when nothing is cached for that count: said on stderr). Presets are modelled:\n"
@@ -83,6 +87,11 @@ typedef struct tl_explain_report {
   int stats_equal;
   double error;            /* check() of the last run; NAN when not checked */
   int check_ok;
+  /* the instance's public call (tl_kcase.call), timed and checked after the plan: */
+  int call_ran;
+  tl_bench_result call_bench;
+  double call_error;
+  int call_ok;
 } tl_explain_report;
 
 /* The names of the registry's kernels, ", "-separated, into buf. */
@@ -179,6 +188,18 @@ static int tl_explain_run_once(void *arg, int64_t rep) {
   (void)rep;
   tl_explain_call *c = arg;
   return tl_plan_run(c->plan, c->kc->in, c->kc->out) != TL_OK;
+}
+
+typedef struct tl_explain_pcall {
+  tl_ctx *ctx;
+  const tl_kcase *kc;
+} tl_explain_pcall;
+
+/* One run of the instance's public call (tl_kcase.call). */
+static int tl_explain_call_once(void *arg, int64_t rep) {
+  (void)rep;
+  tl_explain_pcall *c = arg;
+  return c->kc->call(c->ctx, c->kc) != TL_OK;
 }
 
 /* ---- text output ---- */
@@ -329,6 +350,15 @@ static void tl_explain_print_text(const tl_explain_report *r, const tl_machine *
   if (kc->desc && kc->desc->check)
     printf("  check      relative error %.3g (tolerance %.3g): %s\n", r->error, kc->desc->tolerance,
            r->check_ok ? "ok" : "WRONG");
+  if (!r->call_ran) return;
+  const tl_bench_result *cb = &r->call_bench;
+  printf("  as run     %s: median %s (min %s, max %s, %d runs): %.3g GFLOP/s, attainment %.0f%%", kc->call_what,
+         tl_fmt_seconds(b1, sizeof b1, cb->median_s), tl_fmt_seconds(b2, sizeof b2, cb->min_s),
+         tl_fmt_seconds(b3, sizeof b3, cb->max_s), cb->reps, (double)r->cost.flops / cb->median_s * 1e-9,
+         100.0 * b->seconds / cb->median_s);
+  if (kc->desc && kc->desc->check)
+    printf("; relative error %.3g: %s", r->call_error, r->call_ok ? "ok" : "WRONG");
+  printf("\n");
 }
 
 /* ---- JSON output ---- */
@@ -414,7 +444,7 @@ static void tl_explain_print_json(const tl_explain_report *r, const tl_machine *
   else printf("\"compute\"");
   printf("},\n      \"measured\": ");
   if (!r->ran) {
-    printf("null, \"stats\": null, \"check\": null\n    }");
+    printf("null, \"stats\": null, \"check\": null, \"as_run\": null\n    }");
     return;
   }
   const tl_bench_result *br = &r->bench;
@@ -437,7 +467,25 @@ static void tl_explain_print_json(const tl_explain_report *r, const tl_machine *
   tl_explain_json_num(r->error);
   printf(", \"tolerance\": ");
   tl_explain_json_num(kc->desc ? kc->desc->tolerance : NAN);
-  printf(", \"ok\": %s}\n    }", r->check_ok ? "true" : "false");
+  printf(", \"ok\": %s},\n      \"as_run\": ", r->check_ok ? "true" : "false");
+  if (!r->call_ran) {
+    printf("null\n    }");
+    return;
+  }
+  const tl_bench_result *cb = &r->call_bench;
+  printf("{\"what\": ");
+  tl_json_string(stdout, kc->call_what);
+  printf(", \"median_s\": ");
+  tl_explain_json_num(cb->median_s);
+  printf(", \"min_s\": ");
+  tl_explain_json_num(cb->min_s);
+  printf(", \"max_s\": ");
+  tl_explain_json_num(cb->max_s);
+  printf(", \"reps\": %d, \"attainment\": ", cb->reps);
+  tl_explain_json_num(r->bound.seconds / cb->median_s);
+  printf(", \"error\": ");
+  tl_explain_json_num(r->call_error);
+  printf(", \"ok\": %s}\n    }", r->call_ok ? "true" : "false");
 }
 
 /* ---- one report ---- */
@@ -490,7 +538,21 @@ static int tl_explain_one(tl_ctx *ctx, const tl_explain_args *a, const tl_machin
   } else {
     r->check_ok = 1;
   }
-  return r->stats_equal && r->check_ok ? TL_EXIT_OK : TL_EXIT_FAIL;
+  r->call_ok = 1;
+  if (kc->call) { /* the public call the plan stands for (its own plans), timed and checked as well */
+    tl_explain_pcall pc = {ctx, kc};
+    tl_bench_case cc = {"call", tl_explain_call_once, &pc};
+    s = tl_bench_run(&bo, 1, &cc, &r->call_bench);
+    if (s != TL_OK || r->call_bench.failed) {
+      tl_status rs = kc->call(ctx, kc);
+      return tl_tool_fail(TL_CMD, "%s %s: %s failed: %s: %s", kc->name, kc->shape, kc->call_what,
+                          tl_status_name(rs != TL_OK ? rs : s), rs != TL_OK ? tl_ctx_error(ctx) : tl_last_error());
+    }
+    r->call_ran = 1;
+    r->call_error = kc->desc->check ? kc->desc->check(kc) : 0;
+    r->call_ok = !kc->desc->check || r->call_error <= kc->desc->tolerance;
+  }
+  return r->stats_equal && r->check_ok && r->call_ok ? TL_EXIT_OK : TL_EXIT_FAIL;
 }
 
 /* `tilec explain`. argv[0] is "explain". */

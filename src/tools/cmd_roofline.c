@@ -32,7 +32,10 @@ const char tl_cmd_roofline_help[] =
     "Columns: median time of a warm run (inputs stay where the previous run left them), GFLOP/s,\n"
     "GB/s (bytes the plan moves between memory and staging, per tl_plan_cost), intensity (FLOP per\n"
     "byte moved), the roofline bound and what sets it (a compute unit or a memory level), and\n"
-    "attainment = bound / measured time.\n";
+    "attainment = bound / measured time. A row marked * is timed as the library call runs it where\n"
+    "that is more than the kernel's one plan (tl_matmul's K split for a few rows of a: two plans);\n"
+    "its bytes and bound stay the one plan's (what the product needs moved at least), and the\n"
+    "note under the table says so.\n";
 
 #define TL_RL_MAX_ROWS 64
 #define TL_RL_MAX_KERNELS 16
@@ -47,14 +50,20 @@ typedef struct tl_rl_row {
 } tl_rl_row;
 
 typedef struct tl_rl_arg {
+  tl_ctx *ctx;
   tl_plan *plan;
   const tl_kcase *kc;
 } tl_rl_arg;
 
+/* One timed run: the instance's public call where it has one (tl_kcase.call), else its plan. */
+static tl_status tl_rl_run(tl_ctx *ctx, tl_plan *plan, const tl_kcase *kc) {
+  return kc->call ? kc->call(ctx, kc) : tl_plan_run(plan, kc->in, kc->out);
+}
+
 static int tl_rl_call(void *arg, int64_t rep) {
   (void)rep;
   tl_rl_arg *a = arg;
-  return tl_plan_run(a->plan, a->kc->in, a->kc->out) != TL_OK;
+  return tl_rl_run(a->ctx, a->plan, a->kc) != TL_OK;
 }
 
 static void tl_rl_progress(const char *note, void *arg) {
@@ -79,7 +88,7 @@ static void tl_rl_measure(tl_ctx *ctx, const tl_machine *m, const tl_kernel_desc
   row->dtype = kc.dtype;
   tl_plan *plan = NULL;
   s = tl_plan_new(ctx, &kc.k, kc.in, kc.out, &plan);
-  if (s == TL_OK) s = tl_plan_run(plan, kc.in, kc.out);
+  if (s == TL_OK) s = tl_rl_run(ctx, plan, &kc);
   if (s != TL_OK) {
     row->status = 2;
     snprintf(row->note, sizeof row->note, "%s: %s", tl_status_name(s), tl_ctx_error(ctx));
@@ -91,7 +100,7 @@ static void tl_rl_measure(tl_ctx *ctx, const tl_machine *m, const tl_kernel_desc
     snprintf(row->note, sizeof row->note, "WRONG: rel. error %.3g > %.3g", row->error, d->tolerance);
     goto out;
   }
-  tl_rl_arg arg = {plan, &kc};
+  tl_rl_arg arg = {ctx, plan, &kc};
   tl_bench_case bc = {.name = d->name, .fn = tl_rl_call, .arg = &arg};
   tl_bench_opts bo = {.min_time_s = quick ? 0.1 : 0.3, .max_time_s = quick ? 0.5 : 2.0, .min_reps = 3};
   tl_bench_result br;
@@ -101,6 +110,9 @@ static void tl_rl_measure(tl_ctx *ctx, const tl_machine *m, const tl_kernel_desc
     snprintf(row->note, sizeof row->note, "timing failed: %s", tl_ctx_error(ctx));
     goto out;
   }
+  /* the bytes and the bound are the plan's (k's): with a call, what the product needs read and
+   * written at least, which the call's own plans exceed by their intermediates */
+  if (kc.call) snprintf(row->note, sizeof row->note, "timed as %s; bytes and bound: the one-plan kernel's", kc.call_what);
   tl_cost cost;
   tl_plan_cost(plan, &cost);
   tl_bound b;
@@ -293,9 +305,15 @@ int tl_cmd_roofline(int argc, char **argv) {
         bad++;
         continue;
       }
-      printf("%-13s %-14s %-5s %8.3f ms %9.2f %8.2f %9.3f %7.3f ms %-14s %6.1f%%\n", r->kernel, r->shape, tl_dtype_name(r->dtype),
-             r->median_s * 1e3, r->gflops, r->gbs, r->intensity, r->bound_s * 1e3, r->limiter, 100 * r->attain);
+      printf("%-13s %-14s %-5s %8.3f ms %9.2f %8.2f %9.3f %7.3f ms %-14s %6.1f%%%s\n", r->kernel, r->shape, tl_dtype_name(r->dtype),
+             r->median_s * 1e3, r->gflops, r->gbs, r->intensity, r->bound_s * 1e3, r->limiter, 100 * r->attain,
+             r->note[0] ? " *" : "");
     }
+    for (int i = 0, first = 1; i < n; i++) /* the notes of rows that ran (failures carry theirs in the row) */
+      if (!rows[i].status && rows[i].note[0]) {
+        printf("%s* %s %s: %s\n", first ? "\n" : "", rows[i].kernel, rows[i].shape, rows[i].note);
+        first = 0;
+      }
   }
   FILE *f = fopen(csv, "w");
   if (!f) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_explain.sh — `tilec machines` and `tilec explain`: the table and JSON of the machines, a
 # kernel explained on a preset (known bytes and bound), on the host (a timed run whose stats equal
-# the plan's cost), several shapes, and the exit codes and one-line errors for bad usage.
+# the plan's cost), several shapes, a K-split matmul (explain's "as run" line, and the row
+# `tilec roofline` times as tl_matmul runs it), and the exit codes and one-line errors for bad
+# usage.
 # Run by CTest as: bash test_explain.sh /path/to/tilec. Last line: "N passed, M failed".
 # The host is probed once into a temporary cache dir (TILEC_CACHE_DIR), so the test never reads
 # or writes the user's cache.
@@ -87,6 +89,24 @@ run explain matmul_grid 96x80x64 softmax_rows --threads 1 --no-run
 one_line_error; ok "every shape is checked before any report: nothing on stdout, one error line" $?
 run explain matmul_grid 96x80x64 --threads 1
 [ $rc -eq 0 ] && grep -q "bytes: stats == cost" "$tmp/out"; ok "matmul_grid with edge blocks, 1 thread: stats == cost" $?
+
+# --- tl_matmul's K split (two plans): the plan shown unsplit, tl_matmul itself timed and checked
+# beside it ("as run"); `tilec roofline` times such a row as tl_matmul runs it and marks it ---
+run explain matmul 2x1024x2048 --threads 2
+[ $rc -eq 0 ] && grep -q "config .*shown unsplit" "$tmp/out" &&
+  grep -q "as run .*tl_matmul: K split between 2 threads.*attainment.*relative error .*: ok" "$tmp/out"
+ok "K-split shape: the unsplit plan, and tl_matmul timed and checked as run (got $rc)" $?
+if [ $have_python = 1 ]; then
+  run explain matmul 2x1024x2048 64x64x64 --threads 2 --json
+  py 'rs=d["reports"]; a=rs[0]["as_run"]; assert a["ok"] and a["median_s"]>0 and a["reps"]>0 and "K split" in a["what"] and rs[1]["as_run"] is None'
+  ok "JSON: as_run for the K-split shape, null for one that runs its one plan (got $rc)" $?
+  run explain matmul 2x1024x2048 --threads 2 --no-run --json
+  py 'assert d["reports"][0]["as_run"] is None'; ok "--no-run: as_run null" $?
+fi
+run roofline --kernel matmul --threads 2 --no-plot --csv "$tmp/rl.csv"
+[ $rc -eq 0 ] && grep -q "^matmul  *16x4096x4096 .*%  *\*$" "$tmp/out" && grep -q "^\* matmul 16x4096x4096: timed as tl_matmul: K split" "$tmp/out" &&
+  [ "$(grep -c '\*$' "$tmp/out")" = 1 ]
+ok "roofline: the K-split row (only it) marked, timed as tl_matmul, noted under the table (got $rc)" $?
 
 # --- machines with the host (cached now: no probe announcement) ---
 run machines
