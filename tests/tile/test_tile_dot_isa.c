@@ -336,8 +336,8 @@ static void test_random_cases(void) {
         /* more than one 6-row block against a row-major b whose rows are 4 KiB apart (not kept in
          * L1 in place): the AVX2 dot stages it 256 columns x 32 rows at a time — n past one chunk
          * of columns with a last panel of 1-8 columns (530) and of 9-15 (300), k not a multiple of
-         * 32; and 7-64 rows over 16-column tiles, walked 32 rows of every tile at a time with
-         * tile rows (48) that cut the chunks */
+         * 32; and 7-31 rows over 16-column tiles, walked 32 rows of every tile at a time with
+         * tile rows (48) that cut the chunks (20 rows; 53 rows: whole tile rows) */
         for (int64_t m = 7; m <= 40; m += 33) {
           const int64_t n = m == 7 ? 530 : 300;
           dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = n, .k = 70, .accum = (int)(m & 1), .bkind = B_ROW,
@@ -346,6 +346,14 @@ static void test_random_cases(void) {
           dot_case t = {.ta = TL_F32, .tb = TL_F32, .m = m + 13, .n = 70, .k = 130, .accum = (int)(m == 40),
                         .bkind = B_TILED, .tile_r = 48, .tile_c = 16, .vnni = 1, .pad_a = 3, .pad_c = 1};
           run_case(ctx, (tl_isa)isa, &t, &rng);
+        }
+        /* from 32 rows the AVX2 dot stages 256 rows x 32 columns at a time instead: k past one
+         * chunk and not a multiple of it, chunks of columns with a last one of 9 (105) and 6 (70)
+         * columns, a last row block of 2 or 3 rows (32, 45), both flags */
+        for (int64_t m = 32; m <= 45; m += 13) {
+          dot_case c = {.ta = TL_F32, .tb = TL_F32, .m = m, .n = m == 32 ? 70 : 105, .k = m == 32 ? 257 : 600,
+                        .accum = (int)(m & 1), .bkind = B_ROW, .pad_a = 2, .pad_b = 1024 - (m == 32 ? 70 : 105), .pad_c = 1};
+          run_case(ctx, (tl_isa)isa, &c, &rng);
         }
         /* 1-4 rows against a row-major b block past 1 MiB: the streaming skinny kernel (k not a
          * multiple of its 8 / 4 rows per sweep, n not of 16, row gaps, both flags) */
@@ -461,13 +469,14 @@ static void test_random_cases(void) {
 
 /* f32 b row-major and contiguous, its last element the last of a page followed by an
  * inaccessible one (PROT_NONE): the walks that read b from memory (past 1 MiB: 1-2 rows
- * streamed, 3-31 rows swept on AVX-512 and staged wide on AVX2) and the panels read nothing
+ * streamed, 3-31 rows swept on AVX-512 and staged wide on AVX2, 37 rows staged 256 deep on AVX2
+ * and 32-row panels on AVX-512) and the panels read nothing
  * past it, at the N edge too (n 1000 and 1009: last panels of 8 and 17 columns), through
  * tl_tile_dot at every level this CPU has (the status checked: no level may decline); against a
  * float64 reference. */
 static void test_b_guard(void) {
   const long pg = sysconf(_SC_PAGESIZE);
-  static const int64_t ns[] = {1000, 1009}, ms[] = {1, 2, 3, 6, 9, 20, 31};
+  static const int64_t ns[] = {1000, 1009}, ms[] = {1, 2, 3, 6, 9, 20, 31, 37};
   const int64_t k = 300;
   test_rng rng = {0x5EEDull};
   tl_ctx *ctxs[TL_ISA_AMX]; /* a context capped at each level this CPU has (NULL: not here) */

@@ -209,13 +209,27 @@ static inline __attribute__((always_inline)) void tl_a2_stream(int mr, int64_t n
 #define TL_A2_SW 256
 #define TL_A2_WKC 32
 #define TL_A2_SPF 32
+/* From TL_A2_DEEP_M rows of acc (past the 3-31 rows that tl_matmul's sweep sends here from
+ * memory) the same buffer holds TL_A2_DEEP_KC rows x 32 columns instead: with many row blocks the
+ * kernel runs longer between reloads of its accumulators, and each row block's stretch of a is
+ * 256 k. The 32-row chunks reloaded 12 accumulators every 32 k, for every row block of every
+ * panel. `TILEC_ISA=avx2 tilec bench gemm --threads 2 --dtype f32 --peers none`, an environment
+ * toggle in one build, 5 rounds, cold, medians of plain / pre-packed per round (the pre-packed
+ * rows, unchanged, set the pace of each round on this noisy Zen 4 VM), 32-row chunks against
+ * these: 128x4096x4096 1.51 -> 1.13 (33.1 -> 24.7 ms), 64 rows 1.09 -> 0.90 (17.0 -> 14.7), 32
+ * rows 1.10 -> 1.02 (9.5 -> 8.8); warm (`--warm`) 128x1024x1024 1.42 -> 1.19, 96x2048x1024 1.48
+ * -> 1.21, 64x1024x1024 1.06 -> 0.90, 32x1024x1024 1.10 -> 0.93. Below 32 rows (the sweep) it
+ * lost: 24x4096x4096 1.10 -> 1.39, 31 rows 1.08 -> 1.27, 16x4096x11008 1.13 -> 1.63, 7x4096x4096
+ * 1.03 -> 1.79. */
+#define TL_A2_DEEP_M 32
+#define TL_A2_DEEP_KC 256
 
-/* Stages b(k0..k0+kc, j0..j0+w) (row-major, unit column stride, w <= TL_A2_SW) as panels of kc
- * rows x TL_A2_NR floats, panel p at buf + p * TL_A2_WKC * TL_A2_NR (a partial last panel's lanes
+/* Stages b(k0..k0+kc, j0..j0+w) (row-major, unit column stride, w * wkc <= TL_A2_SW * TL_A2_WKC)
+ * as panels of kc rows x TL_A2_NR floats, panel p at buf + p * wkc * TL_A2_NR (a partial last panel's lanes
  * past w are zero); kk is b's row count (the prefetches stay inside b). Addresses are formed only
  * inside b's rows: at the N edge the second half is loaded only when it holds columns. */
 static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk, int64_t k0, int64_t kc, int64_t j0,
-                             int64_t w) {
+                             int64_t w, int64_t wkc) {
   const int np = (int)TL_CDIV(w, TL_A2_NR);
   for (int64_t k = 0; k < kc; k++) {
     const float *src = b + (k0 + k) * ldb + j0;
@@ -225,7 +239,7 @@ static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk
       _mm_prefetch(pf + w * 4 - 1, _MM_HINT_T0); /* the run's last line, when it is not 64-byte aligned */
     }
     for (int p = 0; p < np; p++) {
-      float *dst = buf + p * TL_A2_WKC * TL_A2_NR + k * TL_A2_NR;
+      float *dst = buf + p * wkc * TL_A2_NR + k * TL_A2_NR;
       const int64_t c = w - p * TL_A2_NR;
       if (c >= TL_A2_NR) {
         _mm256_store_ps(dst, _mm256_loadu_ps(src + p * TL_A2_NR));
@@ -239,22 +253,25 @@ static void tl_a2_stage_wide(float *buf, const float *b, int64_t ldb, int64_t kk
 }
 
 /* acc (+)= a @ b through the wide staging (see TL_A2_SW), b row-major with unit column stride
- * and kk >= 1; out of line, so that its 32 KiB buffer is on the stack only while it runs. */
+ * and kk >= 1, wkc rows of b a chunk (TL_A2_WKC, or TL_A2_DEEP_KC) over as many columns as the
+ * buffer holds; out of line, so that its 32 KiB buffer is on the stack only while it runs. */
 static __attribute__((noinline)) void tl_a2_dot_wide(int64_t m, int64_t n, int64_t kk, const float *pa, int64_t lda,
-                                                     const float *pb, int64_t ldb, float *pc, int64_t ldc, int accum) {
+                                                     const float *pb, int64_t ldb, float *pc, int64_t ldc, int accum,
+                                                     int64_t wkc) {
+  const int64_t sw = TL_A2_WKC * TL_A2_SW / wkc;
   _Alignas(64) float wb[TL_A2_WKC * TL_A2_SW];
-  for (int64_t j0 = 0; j0 < n; j0 += TL_A2_SW) {
-    const int64_t w = TL_MIN(TL_A2_SW, n - j0);
-    for (int64_t k0 = 0; k0 < kk; k0 += TL_A2_WKC) {
-      const int64_t kc = TL_MIN(TL_A2_WKC, kk - k0);
-      tl_a2_stage_wide(wb, pb, ldb, kk, k0, kc, j0, w);
+  for (int64_t j0 = 0; j0 < n; j0 += sw) {
+    const int64_t w = TL_MIN(sw, n - j0);
+    for (int64_t k0 = 0; k0 < kk; k0 += wkc) {
+      const int64_t kc = TL_MIN(wkc, kk - k0);
+      tl_a2_stage_wide(wb, pb, ldb, kk, k0, kc, j0, w, wkc);
       /* the next chunk (the next k rows of these columns, else the next columns' first rows):
        * the first row block of each panel prefetches its 16 columns of it, a row per k */
-      const int64_t nk0 = k0 + kc < kk ? k0 + kc : 0, nj0 = k0 + kc < kk ? j0 : j0 + TL_A2_SW;
-      const int64_t nkc = TL_MIN(TL_A2_WKC, kk - nk0), nw = TL_MIN(TL_A2_SW, n - nj0);
+      const int64_t nk0 = k0 + kc < kk ? k0 + kc : 0, nj0 = k0 + kc < kk ? j0 : j0 + sw;
+      const int64_t nkc = TL_MIN(wkc, kk - nk0), nw = TL_MIN(sw, n - nj0);
       for (int64_t p = 0; p * TL_A2_NR < w; p++) {
         const int pfon = nj0 < n && (p + 1) * TL_A2_NR <= nw; /* whole 16-column runs only */
-        tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, w - p * TL_A2_NR), kc, pa + k0, lda, wb + p * TL_A2_WKC * TL_A2_NR, TL_A2_NR,
+        tl_a2_panel_pf(m, TL_MIN(TL_A2_NR, w - p * TL_A2_NR), kc, pa + k0, lda, wb + p * wkc * TL_A2_NR, TL_A2_NR,
                        pc + j0 + p * TL_A2_NR, ldc, accum || k0 > 0,
                        pfon ? (const char *)(pb + nk0 * ldb + nj0 + p * TL_A2_NR) : NULL, ldb * 4, nkc);
       }
@@ -269,8 +286,12 @@ static __attribute__((noinline)) void tl_a2_dot_wide(int64_t m, int64_t n, int64
  * f32 --peers none`, b pre-packed, 2 rounds: 8x4096x4096 2.75-2.80 -> 1.92-1.98 ms, 12 rows
  * 3.23-3.31 -> 2.36-2.46, 16 rows 3.64-3.68 -> 2.78-2.79, 16x4096x11008 9.54-9.60 -> 7.22-7.23,
  * 32 rows 6.11-6.15 -> 5.51-5.72, 64 rows 10.2-10.3 -> 9.9; 128 rows 18.1 -> 18.9-19.1 and 2048^3
- * 69.1-69.3 -> 74.8-76.2 (so not there); chunks of 64 rows gained less (16 rows 2.90-3.03). */
-#define TL_A2_TM 64
+ * 69.1-69.3 -> 74.8-76.2 (so not there); chunks of 64 rows gained less (16 rows 2.90-3.03). Up to
+ * 64 rows until 2026-11-28, when the Zen 4 VM measured 32-64 rows faster by whole tile rows (an
+ * environment toggle in one build, 7 rounds, cold, medians: 32x4096x4096 9.83 -> 7.28 ms, 40 rows
+ * 11.8 -> 9.7, 64 rows 17.4 -> 12.8; 24 rows, walked either way, 1.10 of the plain product in
+ * both), as the row-major b's deep chunks did (TL_A2_DEEP_M). */
+#define TL_A2_TM 31
 
 /* Address of b(k, j) for any accepted b: TL_DOT_TRANS_B ([N, K] row-major), row-major [K, N]
  * with any strides, or tiled (any vnni is honoured). */
@@ -416,7 +437,7 @@ int tl_avx2_dot(tl_ref *acc, const tl_ref *a, const tl_ref *b, unsigned flags) {
       }
       return 1;
     }
-    tl_a2_dot_wide(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+    tl_a2_dot_wide(m, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum, m >= TL_A2_DEEP_M ? TL_A2_DEEP_KC : TL_A2_WKC);
     return 1;
   }
   if (!tb && b->layout.tiled && b->layout.tile_c == TL_A2_NR && b->layout.vnni <= 1 && kk > 0) {
