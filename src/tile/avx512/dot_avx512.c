@@ -358,26 +358,36 @@ static void tl_a5_skinny(int64_t m, int64_t n, int64_t kk, const float *a, int64
  * 1.9 -> 1.5; 4 rows per sweep within noise of 2 and 8 there, ahead of 8 warm). mr is a
  * compile-time constant at every call. */
 #define TL_A5_SR 4
-static inline __attribute__((always_inline)) void tl_a5_stream(int mr, int64_t n, int64_t kk, const float *a,
-                                                               int64_t lda, const float *b, int64_t ldb, float *c,
+/* 16 bf16 at p (unaligned; lanes outside m read as zero) as 16 f32 (below). */
+static inline __m512 tl_a5_bf16x16(const uint16_t *p, __mmask16 m);
+/* bf: a and b are bf16 (converted as they are read, denormals as zero: the bf16 dot's 1-2 rows),
+ * else f32; c is f32 either way. */
+static inline __attribute__((always_inline)) void tl_a5_stream(int bf, int mr, int64_t n, int64_t kk, const void *a,
+                                                               int64_t lda, const void *b, int64_t ldb, float *c,
                                                                int64_t ldc, int accum) {
+  const int64_t es = bf ? 2 : 4;
   for (int64_t k0 = 0; k0 < kk || (k0 == 0 && !accum); k0 += TL_A5_SR) {
     const int kr = (int)(kk - k0 < TL_A5_SR ? kk - k0 : TL_A5_SR); /* 0 only for kk == 0 */
     const int load = accum || k0 > 0;
     const int64_t kn = TL_MIN(TL_A5_SR, kk - k0 - TL_A5_SR); /* the next sweep's rows */
-    tl_sweep_pf pf = tl_sweep_pf_at(kn > 0 ? b + (k0 + TL_A5_SR) * ldb : b, kn, n * 4, ldb * 4);
+    tl_sweep_pf pf = tl_sweep_pf_at((const char *)b + (kn > 0 ? (k0 + TL_A5_SR) * ldb * es : 0), kn, n * es, ldb * es);
     __m512 av[2][TL_A5_SR];
 #pragma GCC unroll 2
     for (int i = 0; i < 2; i++)
 #pragma GCC unroll 8
-      for (int q = 0; q < TL_A5_SR; q++) av[i][q] = _mm512_set1_ps(i < mr && q < kr ? a[i * lda + k0 + q] : 0.0f);
-    const float *br = b + k0 * ldb;
+      for (int q = 0; q < TL_A5_SR; q++)
+        av[i][q] = _mm512_set1_ps(!(i < mr && q < kr) ? 0.0f
+                                  : bf ? tl_tile_bf16_daz(((const uint16_t *)a)[i * lda + k0 + q])
+                                       : ((const float *)a)[i * lda + k0 + q]);
     for (int64_t j = 0; j < n; j += 16) {
       const __mmask16 mk = tl_a5_mask(n - j);
-      tl_sweep_pf_issue(&pf, kn * 64);
+      tl_sweep_pf_issue(&pf, kn * 16 * es);
       __m512 bv[TL_A5_SR];
 #pragma GCC unroll 8
-      for (int q = 0; q < TL_A5_SR; q++) bv[q] = q < kr ? _mm512_maskz_loadu_ps(mk, br + q * ldb + j) : _mm512_setzero_ps();
+      for (int q = 0; q < TL_A5_SR; q++)
+        bv[q] = !(q < kr) ? _mm512_setzero_ps()
+                : bf      ? tl_a5_bf16x16((const uint16_t *)b + (k0 + q) * ldb + j, mk)
+                          : _mm512_maskz_loadu_ps(mk, (const float *)b + (k0 + q) * ldb + j);
 #pragma GCC unroll 2
       for (int i = 0; i < 2; i++) {
         if (i >= mr) break;
@@ -606,6 +616,16 @@ static __attribute__((noinline)) void tl_a5_dot_bf16(tl_ref *acc, const tl_ref *
                                                      int accum) {
   const int64_t m = acc->shape[0], n = acc->shape[1], kk = a->shape[1], lda = a->stride[0], ldc = acc->stride[0];
   float *pc = (float *)acc->data;
+  if (m <= 2 && !tb && !b->layout.tiled && b->stride[1] == 1 && n * kk * 4 > TL_A5_STREAM_BYTES) {
+    /* 1-2 rows against a row-major b block from memory (past 1 MiB as f32, as for the f32 dot):
+     * the streaming walk, converting as it reads, so that b is read as a few long runs at a time;
+     * its 32-column panels read 64 bytes of every row a row stride apart, each row in a page of
+     * its own (`TILEC_ISA=avx512 tilec bench gemm --threads 2 --dtype bf16`, Zen 4 VM: 1x4096x4096
+     * 4.78 ms, 0.26 of oneDNN's 1.26; see docs/matmul.md "bf16 on AVX-512 without AVX512-BF16") */
+    if (m == 1) tl_a5_stream(1, 1, n, kk, a->data, lda, b->data, b->stride[0], pc, ldc, accum);
+    else tl_a5_stream(1, 2, n, kk, a->data, lda, b->data, b->stride[0], pc, ldc, accum);
+    return;
+  }
   _Alignas(64) float af[TL_A5_BF_MC * TL_A5_KC];
   _Alignas(64) float bf[TL_A5_KC * TL_A5_NR];
   const int64_t pending = tl_prefetch_pending();
@@ -669,8 +689,8 @@ static __attribute__((noinline)) int tl_a5_dot_f32(tl_ref *acc, const tl_ref *a,
      * 4x1024x1024 200 -> 115 us and 1x1024x1024 175 -> 135 us (skinny 64 / 128-column panels);
      * 2x64x4096 stays skinny (48 us; panels 65) */
     if (m <= 2 && n * kk * 4 > TL_A5_STREAM_BYTES) {
-      if (m == 1) tl_a5_stream(1, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
-      else tl_a5_stream(2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      if (m == 1) tl_a5_stream(0, 1, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
+      else tl_a5_stream(0, 2, n, kk, pa, lda, pb, b->stride[0], pc, ldc, accum);
       return 1;
     }
     /* 3-16 rows, a b block from memory with contiguous rows (the K split's): the walk */
